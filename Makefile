@@ -1,0 +1,25 @@
+# `make run` and `make test` both work from a fresh clone: they create .venv and install what they need.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/agentfolio show agentfolio/samples/durable-agent-state.sample.json
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	for script in bench/*.py; do $(PY) $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis test-output
