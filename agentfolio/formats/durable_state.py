@@ -1,0 +1,210 @@
+"""Microsoft Agent Framework durable agent state: ``{schemaVersion, data:{conversationHistory}}``.
+
+Versions, following the format's semver rules:
+
+* 1.0, 1.1 and 1.2 are read and written fully, each validated against its own published
+  schema; a newer 1.x minor is read with the newest 1.x schema, and what it adds that we
+  do not know (properties, entry or content ``$type`` values) is kept as read.
+* 2.0 (the draft in ``agent-framework-durable-extension``) is its own major, with its
+  own schema: the ``developer`` role, string function arguments, ``uri`` without
+  ``mediaType``, ``terminalResults``, ``completionReceipts``, ``historyBinding``.
+* Any other major, and a missing or malformed version, is refused: reading it would
+  risk the history, and writing it back would lose it.
+
+A read followed by a write gives back the same JSON value, ``schemaVersion`` first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from agentfolio.formats.errors import FormatError, InvalidDocumentError, Problem, UnsupportedVersionError, json_pointer
+from agentfolio.formats.schema_check import check
+from agentfolio.model import DURABLE_CONTENT_KINDS, ENTRY_KINDS, Session
+
+NAME = "durable-state"
+
+# major → {minor: bundled schema}; the newest minor of a major also reads later minors.
+SCHEMAS: dict[int, dict[int, str]] = {
+    1: {0: "durable-state-1.0.json", 1: "durable-state-1.1.json", 2: "durable-state-1.2.json"},
+    2: {0: "durable-state-2.0.json"},
+}
+# What a session built in Python (not read from a file) is written as: the newest 1.x,
+# which Microsoft's own 1.1 readers accept because its additions are optional.
+DEFAULT_VERSION = "1.2.0"
+SUPPORTED_DESCRIPTION = "1.x.y (1.0, 1.1, 1.2 known) and 2.0.x"
+
+_VERSION = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)")
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaVersion:
+    major: int
+    minor: int
+    patch: int
+    text: str
+
+    @property
+    def schema_file(self) -> str:
+        minors = SCHEMAS[self.major]
+        return minors.get(self.minor) or minors[max(minors)]
+
+    @property
+    def newer_than_known(self) -> bool:
+        """A minor newer than any schema we ship: its additions are expected, and kept."""
+        return self.minor > max(SCHEMAS[self.major])
+
+
+def parse_version(document: Any) -> SchemaVersion:
+    """The document's ``schemaVersion``, or UnsupportedVersionError saying what was found."""
+    if not isinstance(document, dict):
+        raise FormatError(f"expected a JSON object with schemaVersion and data, found {_json_type(document)}",
+                          pointer="")
+    if "schemaVersion" not in document:
+        raise UnsupportedVersionError(
+            f"no schemaVersion: durable agent state must say its version; supported: {SUPPORTED_DESCRIPTION}",
+            pointer="/schemaVersion")
+    text = document["schemaVersion"]
+    match = _VERSION.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise UnsupportedVersionError(
+            f"schemaVersion {orjson.dumps(text).decode()} is not a semantic version (major.minor.patch); "
+            f"supported: {SUPPORTED_DESCRIPTION}", pointer="/schemaVersion")
+    major, minor, patch = (int(part) for part in match.groups())
+    if major not in SCHEMAS:
+        raise UnsupportedVersionError(
+            f"schemaVersion {text} has major version {major}, which this release cannot read without "
+            f"risking its history; supported: {SUPPORTED_DESCRIPTION}", pointer="/schemaVersion")
+    return SchemaVersion(major, minor, patch, text)
+
+
+@dataclass(slots=True)
+class ReadResult:
+    """A session read from durable state, with what was wrong or unusual about it."""
+
+    session: Session
+    version: SchemaVersion
+    problems: list[Problem] = field(default_factory=list)  # schema violations (tolerant reads)
+    notes: list[Problem] = field(default_factory=list)  # kept-but-unknown things, newer minors
+
+
+def validate(document: Any) -> tuple[SchemaVersion, list[Problem], list[Problem]]:
+    """Check a parsed document: its version, then its version's schema.
+
+    Returns ``(version, problems, notes)``.  In a newer minor than we know, an unknown
+    ``$type`` is what semver allows the minor to add, so it is a note, not a problem.
+    """
+    version = parse_version(document)
+    checked = document
+    if version.newer_than_known or version.text not in _SCHEMA_ENUM_VERSIONS:
+        # The shipped schemas pin the versions they describe; check a newer minor or
+        # patch against its newest known sibling, without touching the caller's dict.
+        checked = {**document, "schemaVersion": f"{version.major}.{min(version.minor, max(SCHEMAS[version.major]))}.0"}
+    problems = check(version.schema_file, checked)
+    notes: list[Problem] = []
+    if version.newer_than_known:
+        notes.append(Problem("/schemaVersion", f"version {version.text} is newer than the newest known "
+                             f"{version.major}.{max(SCHEMAS[version.major])}; what it adds is kept as read"))
+        kept = [p for p in problems if _is_unknown_tag(p)]
+        problems = [p for p in problems if not _is_unknown_tag(p)]
+        notes.extend(kept)
+    return version, problems, notes
+
+
+_SCHEMA_ENUM_VERSIONS = frozenset({"1.0.0", "1.1.0", "1.2.0", "2.0.0"})
+
+
+def _is_unknown_tag(problem: Problem) -> bool:
+    return problem.message.startswith("unknown $type")
+
+
+def read(document: Any, *, strict: bool = True, source: str | None = None) -> ReadResult:
+    """Read a parsed durable state into the canonical model.
+
+    ``strict`` refuses a document that breaks its schema (InvalidDocumentError lists
+    every violation).  A tolerant read (``strict=False``) still refuses an unsupported
+    version, but reads messy real-world states (nulls for optional fields, roles
+    outside the enum, ``{}`` tool calls) and returns the violations as ``problems``.
+    """
+    try:
+        version, problems, notes = validate(document)
+    except FormatError as error:
+        raise error.with_source(source) if source else error
+    if problems and strict:
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InvalidDocumentError(f"{first.message}{more}", source=source, pointer=first.pointer, problems=problems)
+    try:
+        session = Session.model_validate(document)
+    except ValidationError as error:
+        raise _model_error(error, source) from None
+    return ReadResult(session=session, version=version, problems=problems, notes=notes)
+
+
+def read_bytes(data: bytes | str, *, strict: bool = True, source: str | None = None) -> ReadResult:
+    from agentfolio.formats.jsonio import parse_json
+
+    return read(parse_json(data, source=source), strict=strict, source=source)
+
+
+def write(session: Session) -> dict[str, Any]:
+    """The session as durable state JSON: ``schemaVersion`` first, nothing dropped.
+
+    Raises FormatError for a content or entry kind that durable state has no type for
+    (a memory, a tool catalog...): those are converted, with a loss report, by
+    ``agentfolio.formats.convert``, not written under a ``$type`` no reader knows.
+    """
+    foreign = [(pointer, kind) for pointer, kind in _non_durable_kinds(session)]
+    if foreign:
+        pointer, kind = foreign[0]
+        raise FormatError(f"{kind!r} has no durable-state type; convert the session instead of writing it "
+                          f"directly ({len(foreign)} such item(s))", pointer=pointer)
+    value = session.to_json_value()
+    if "schemaVersion" not in value:
+        return {"schemaVersion": DEFAULT_VERSION, **value}
+    return value
+
+
+def dumps(session: Session, *, indent: bool = True) -> bytes:
+    return orjson.dumps(write(session), option=orjson.OPT_INDENT_2 if indent else 0)
+
+
+def looks_like(document: Any) -> bool:
+    return isinstance(document, dict) and "schemaVersion" in document and "data" in document
+
+
+def _non_durable_kinds(session: Session) -> list[tuple[str, str]]:
+    found = []
+    for entry_index, entry in enumerate(session.entries):
+        base = ["data", "conversationHistory", entry_index]
+        kind = getattr(entry, "kind", None)
+        if kind not in ENTRY_KINDS and "$type" not in entry.extra:
+            found.append((json_pointer(base), str(kind)))
+        for message_index, message in enumerate(entry.items):
+            for content_index, content in enumerate(message.items):
+                if content.__class__.__name__ != "OpaqueContent" and content.kind not in DURABLE_CONTENT_KINDS:
+                    found.append((json_pointer([*base, "messages", message_index, "contents", content_index]),
+                                  content.kind))
+    return found
+
+
+def _model_error(error: ValidationError, source: str | None) -> FormatError:
+    first = error.errors(include_url=False)[0]
+    # Drop pydantic's union bookkeeping from the location; keep keys and indexes.
+    path = [step for step in first["loc"] if isinstance(step, int) or not _is_union_step(step)]
+    return FormatError(f"cannot read: {first['msg']}", source=source, pointer=json_pointer(path))
+
+
+def _is_union_step(step: Any) -> bool:
+    text = str(step)
+    return "[" in text or text.endswith("Content") or text.endswith("Entry") or text.startswith("function-")
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number")

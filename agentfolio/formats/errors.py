@@ -1,0 +1,54 @@
+"""Errors and problems every reader reports the same way: where (file, JSON pointer) and what."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+
+def json_pointer(path: Iterable[str | int]) -> str:
+    """RFC 6901 pointer for a path of keys and indexes ("" is the whole document)."""
+    return "".join("/" + str(step).replace("~", "~0").replace("/", "~1") for step in path)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with a document, at a JSON pointer."""
+
+    pointer: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.pointer or '/'}: {self.message}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"pointer": self.pointer, "message": self.message}
+
+
+class FormatError(ValueError):
+    """A document that cannot be read: says which source, where, and why, in one line."""
+
+    def __init__(self, message: str, *, source: str | None = None, pointer: str | None = None,
+                 problems: Sequence[Problem] = ()) -> None:
+        self.message = message
+        self.source = source
+        self.pointer = pointer
+        self.problems = tuple(problems)
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        where = ": ".join(part for part in (self.source, self.pointer) if part)
+        return f"{where}: {self.message}" if where else self.message
+
+    def with_source(self, source: str) -> "FormatError":
+        if self.source:
+            return self
+        return type(self)(self.message, source=source, pointer=self.pointer, problems=self.problems)
+
+
+class UnsupportedVersionError(FormatError):
+    """A document in a version this release cannot read without risking its contents."""
+
+
+class InvalidDocumentError(FormatError):
+    """A document that breaks its format's schema; ``problems`` lists every violation."""

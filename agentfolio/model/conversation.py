@@ -1,0 +1,127 @@
+"""Session → entries (requests and responses) → messages → contents.
+
+Shaped on durable agent state, the richest of the formats we read: a session is an
+ordered history of entries; each entry is a request sent to the agent or what came back,
+and holds messages; each message holds typed contents.  Times stay the strings they were
+read as (``2025-11-04T19:33:10.47008+00:00`` is not rewritten to ``.470080``); parse
+them with :func:`agentfolio.model.times.parse_time` where a datetime is needed.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Iterator, Literal, Union
+
+from pydantic import Field
+
+from agentfolio.model.base import Record
+from agentfolio.model.contents import Content, JsonValue, Usage
+
+
+class Message(Record):
+    # Any string: real states carry roles beyond the schema's enum ("agent" in .NET
+    # tests, "developer" in 2.0); validation reports them, reading keeps them.
+    role: str | None = None
+    author_name: str | None = Field(default=None, alias="authorName")
+    created_at: str | None = Field(default=None, alias="createdAt")
+    contents: list[Content] | None = None
+    message_id: str | None = Field(default=None, alias="messageId")
+    extension_data: JsonValue = Field(default=None, alias="extensionData")
+
+    @property
+    def items(self) -> list[Content]:
+        return self.contents or []
+
+
+class _Entry(Record):
+    correlation_id: str | None = Field(default=None, alias="correlationId")
+    created_at: str | None = Field(default=None, alias="createdAt")
+    messages: list[Message] | None = None
+
+    def __init__(self, **data: Any) -> None:
+        # See _Content.__init__: a built entry always writes its $type.
+        super().__init__(**data)
+        self.__pydantic_fields_set__.add("kind")
+
+    @property
+    def items(self) -> list[Message]:
+        return self.messages or []
+
+
+class RequestEntry(_Entry):
+    """What was sent to the agent."""
+
+    kind: Literal["request"] = Field(default="request", alias="$type")
+    orchestration_id: str | None = Field(default=None, alias="orchestrationId")
+    response_type: str | None = Field(default=None, alias="responseType")
+    response_schema: JsonValue = Field(default=None, alias="responseSchema")
+
+
+class ResponseEntry(_Entry):
+    """What the agent answered, with the tokens it cost."""
+
+    kind: Literal["response"] = Field(default="response", alias="$type")
+    usage: Usage | None = None
+
+
+class ErrorResponseEntry(_Entry):
+    """A turn that failed (durable state 1.2): its messages carry the error contents."""
+
+    kind: Literal["errorResponse"] = Field(default="errorResponse", alias="$type")
+    usage: Usage | None = None
+
+
+class CompactionEntry(_Entry):
+    """Earlier history replaced by a summary (durable state 1.2)."""
+
+    kind: Literal["compaction"] = Field(default="compaction", alias="$type")
+
+
+class OpaqueEntry(Record):
+    """An entry of a kind this version does not know: every property kept in ``extra``."""
+
+    @property
+    def kind(self) -> str:
+        tag = self.extra.get("$type")
+        return tag if isinstance(tag, str) else "?"
+
+    @property
+    def items(self) -> list[Message]:
+        return []
+
+
+KNOWN_ENTRIES = (RequestEntry, ResponseEntry, ErrorResponseEntry, CompactionEntry)
+ENTRY_KINDS = frozenset(cls.model_fields["kind"].default for cls in KNOWN_ENTRIES)
+# Same scheme as contents.Content: tagged by ``$type``, unknown or ill-fitting entries
+# kept whole as OpaqueEntry.
+Entry = Annotated[
+    Union[Annotated[Union[KNOWN_ENTRIES], Field(discriminator="kind")], OpaqueEntry],
+    Field(union_mode="left_to_right"),
+]
+
+
+class SessionData(Record):
+    conversation_history: list[Entry] | None = Field(default=None, alias="conversationHistory")
+
+
+class Session(Record):
+    """One agent session: the history and whatever else its state carried.
+
+    ``schema_version`` is the version of the format it was read from (or is to be
+    written as); properties beyond the history (``session``, ``truncation``,
+    ``terminalResults``...) stay in ``data.extra`` untouched.
+    """
+
+    schema_version: str | None = Field(default=None, alias="schemaVersion")
+    data: SessionData | None = None
+
+    @property
+    def entries(self) -> list[Entry]:
+        if self.data is None or self.data.conversation_history is None:
+            return []
+        return self.data.conversation_history
+
+    def messages(self) -> Iterator[tuple[Entry, Message]]:
+        """Every message in order, with the entry it belongs to."""
+        for entry in self.entries:
+            for message in entry.items:
+                yield entry, message
