@@ -17,12 +17,13 @@ A read followed by a write gives back the same JSON value, ``schemaVersion`` fir
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from pydantic import ValidationError
 
+from agentfolio.formats.base import ReadResult
 from agentfolio.formats.errors import FormatError, InvalidDocumentError, Problem, UnsupportedVersionError, json_pointer
 from agentfolio.formats.schema_check import check
 from agentfolio.model import DURABLE_CONTENT_KINDS, ENTRY_KINDS, Session
@@ -83,16 +84,6 @@ def parse_version(document: Any) -> SchemaVersion:
     return SchemaVersion(major, minor, patch, text)
 
 
-@dataclass(slots=True)
-class ReadResult:
-    """A session read from durable state, with what was wrong or unusual about it."""
-
-    session: Session
-    version: SchemaVersion
-    problems: list[Problem] = field(default_factory=list)  # schema violations (tolerant reads)
-    notes: list[Problem] = field(default_factory=list)  # kept-but-unknown things, newer minors
-
-
 def validate(document: Any) -> tuple[SchemaVersion, list[Problem], list[Problem]]:
     """Check a parsed document: its version, then its version's schema.
 
@@ -143,7 +134,7 @@ def read(document: Any, *, strict: bool = True, source: str | None = None) -> Re
         session = Session.model_validate(document)
     except ValidationError as error:
         raise _model_error(error, source) from None
-    return ReadResult(session=session, version=version, problems=problems, notes=notes)
+    return ReadResult(session=session, format=NAME, version=version.text, problems=problems, notes=notes)
 
 
 def read_bytes(data: bytes | str, *, strict: bool = True, source: str | None = None) -> ReadResult:

@@ -1,0 +1,153 @@
+"""The ``agentfolio`` command.  Each area keeps its commands in its own module; this file
+wires them together and owns the conventions: exit 0 done/valid, 1 invalid input,
+2 usage; errors as one line on stderr, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import orjson
+import typer
+from rich.console import Console
+
+from agentfolio.formats import registry
+from agentfolio.formats.base import ReadResult
+from agentfolio.formats.errors import FormatError, InvalidDocumentError
+from agentfolio.formats.jsonio import DEFAULT_MAX_BYTES, load_json_file
+
+app = typer.Typer(
+    name="agentfolio",
+    help="Validate, convert and show the records AI agents leave behind.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+stdout = Console(soft_wrap=False)
+stderr = Console(stderr=True, soft_wrap=True)
+
+MaxBytes = typer.Option(DEFAULT_MAX_BYTES, "--max-bytes", help="Refuse files larger than this many bytes.")
+
+
+def fail(message: str, code: int = 1) -> None:
+    stderr.print(f"[red]error:[/] {message}", markup=True, highlight=False)
+    raise typer.Exit(code)
+
+
+def read_file(path: Path, *, strict: bool, max_bytes: int, format_name: str | None = None) -> ReadResult:
+    """Load and read a file in any known format; FormatError on anything wrong."""
+    document = load_json_file(path, max_bytes=max_bytes)
+    module = registry.get(format_name) if format_name else registry.detect(document, source=str(path))
+    return module.read(document, strict=strict, source=str(path))
+
+
+@app.command()
+def validate(
+    files: list[Path] = typer.Argument(..., help="Files to check.", show_default=False),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON report for machines."),
+    format_name: Optional[str] = typer.Option(None, "--format", help="Skip detection: read as this format."),
+    max_bytes: int = MaxBytes,
+) -> None:
+    """Check files against their format's schema: exit 0 if all valid, 1 if any is not."""
+    reports = [_validate_one(path, format_name, max_bytes) for path in files]
+    if as_json:
+        sys.stdout.write(orjson.dumps(reports, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        for report in reports:
+            _print_report(report)
+    raise typer.Exit(0 if all(report["valid"] for report in reports) else 1)
+
+
+def _validate_one(path: Path, format_name: str | None, max_bytes: int) -> dict[str, Any]:
+    report: dict[str, Any] = {"file": str(path), "valid": False, "format": None, "version": None,
+                              "problems": [], "notes": []}
+    try:
+        result = read_file(path, strict=False, max_bytes=max_bytes, format_name=format_name)
+    except FormatError as error:
+        problems = error.problems or ({"pointer": error.pointer or "", "message": error.message},)
+        report["problems"] = [p if isinstance(p, dict) else p.to_json() for p in problems]
+        return report
+    report.update(valid=not result.problems, format=result.format, version=result.version,
+                  problems=[p.to_json() for p in result.problems], notes=[n.to_json() for n in result.notes])
+    return report
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    name = report["file"]
+    if report["valid"]:
+        stdout.print(f"[green]valid[/] {name} ({report['format']} {report['version']})", highlight=False)
+    else:
+        stdout.print(f"[red]invalid[/] {name}: {len(report['problems'])} problem(s)", highlight=False)
+        for problem in report["problems"]:
+            stdout.print(f"  {name}: {problem['pointer'] or '/'}: {problem['message']}", highlight=False,
+                         markup=False)
+    for note in report["notes"]:
+        stdout.print(f"  note: {note['pointer'] or '/'}: {note['message']}", style="dim", highlight=False,
+                     markup=False)
+
+
+@app.command()
+def show(
+    file: Path = typer.Argument(..., help="A file in any supported format.", show_default=False),
+    strict: bool = typer.Option(False, "--strict", help="Refuse files that break their schema."),
+    format_name: Optional[str] = typer.Option(None, "--format", help="Skip detection: read as this format."),
+    max_bytes: int = MaxBytes,
+) -> None:
+    """Show a conversation: roles, calls beside their results, reasoning, token usage."""
+    from agentfolio.present.terminal import print_session
+
+    try:
+        result = read_file(file, strict=strict, max_bytes=max_bytes, format_name=format_name)
+    except FormatError as error:
+        fail(error.one_line())
+    _warn_problems(result, str(file))
+    print_session(result.session, console=stdout, title=str(file))
+
+
+def _warn_problems(result: ReadResult, source: str) -> None:
+    if not result.problems:
+        return
+    stderr.print(f"[yellow]warning:[/] {source} breaks its schema in {len(result.problems)} place(s); "
+                 "shown anyway (see `agentfolio validate`):", highlight=False)
+    for problem in result.problems[:5]:
+        stderr.print(f"  {problem}", markup=False, highlight=False)
+    if len(result.problems) > 5:
+        stderr.print(f"  … and {len(result.problems) - 5} more", highlight=False)
+
+
+@app.command()
+def convert(
+    file: Path = typer.Argument(..., help="A file in any supported format.", show_default=False),
+    to: str = typer.Option(..., "--to", help="Target format: " + ", ".join(registry.FORMATS)),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
+    strict: bool = typer.Option(False, "--strict", help="Refuse files that break their schema."),
+    format_name: Optional[str] = typer.Option(None, "--format", help="Skip detection: read as this format."),
+    max_bytes: int = MaxBytes,
+) -> None:
+    """Convert a file to another format, on stdout (or --output)."""
+    try:
+        target = registry.get(to)
+        result = read_file(file, strict=strict, max_bytes=max_bytes, format_name=format_name)
+        written = target.write(result.session)
+    except FormatError as error:
+        fail(error.one_line() if error.source else f"{file}: {error.one_line()}")
+    _warn_problems(result, str(file))
+    data = orjson.dumps(written, option=orjson.OPT_INDENT_2) + b"\n"
+    if output is None:
+        sys.stdout.buffer.write(data)
+    else:
+        output.write_bytes(data)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        stderr.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""agentfolio's own JSON: the canonical model as it is, with Python field names.
+
+``{"agentfolio": "1", "session": {...}}``: ``kind`` tags, snake_case fields, and every
+property the model does not know kept under its original name.  Nothing is lost in
+either direction, so it is the format to hand between agentfolio tools.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentfolio.formats.base import ReadResult
+from agentfolio.formats.errors import FormatError, UnsupportedVersionError, json_pointer
+from agentfolio.model import Session
+
+NAME = "canonical"
+VERSION = "1"
+
+
+def looks_like(document: Any) -> bool:
+    return isinstance(document, dict) and "agentfolio" in document and "session" in document
+
+
+def read(document: Any, *, strict: bool = True, source: str | None = None) -> ReadResult:
+    if not looks_like(document):
+        raise FormatError('expected {"agentfolio": "1", "session": {...}}', source=source, pointer="")
+    if document["agentfolio"] != VERSION:
+        raise UnsupportedVersionError(f"agentfolio JSON version {document['agentfolio']!r} is not supported; "
+                                      f"supported: {VERSION!r}", source=source, pointer="/agentfolio")
+    try:
+        session = Session.model_validate(document["session"])
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        path = ["session", *(step for step in first["loc"] if isinstance(step, int) or "[" not in str(step))]
+        raise FormatError(f"cannot read: {first['msg']}", source=source, pointer=json_pointer(path)) from None
+    return ReadResult(session=session, format=NAME, version=VERSION)
+
+
+def write(session: Session) -> dict[str, Any]:
+    return {"agentfolio": VERSION, "session": session.model_dump(by_alias=False, exclude_unset=True)}

@@ -1,0 +1,31 @@
+"""The formats agentfolio reads and writes, by name, and telling them apart."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from agentfolio.formats import canonical, durable_state
+from agentfolio.formats.errors import FormatError
+
+# Order matters for detection: the most specific shape first.
+FORMATS: dict[str, ModuleType] = {
+    durable_state.NAME: durable_state,
+    canonical.NAME: canonical,
+}
+
+
+def get(name: str) -> ModuleType:
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise FormatError(f"unknown format {name!r}; known: {', '.join(FORMATS)}") from None
+
+
+def detect(document: Any, *, source: str | None = None) -> ModuleType:
+    """The format a parsed document is in, or a FormatError saying what was expected."""
+    for module in FORMATS.values():
+        if module.looks_like(document):
+            return module
+    raise FormatError("not a document agentfolio knows: expected one of " + ", ".join(FORMATS)
+                      + " (durable state has schemaVersion and data)", source=source, pointer="")
