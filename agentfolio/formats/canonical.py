@@ -1,8 +1,9 @@
-"""agentfolio's own JSON: the canonical model as it is, with Python field names.
+"""agentfolio's own JSON: the canonical model as it is, every kind it can hold.
 
-``{"agentfolio": "1", "session": {...}}``: ``kind`` tags, snake_case fields, and every
-property the model does not know kept under its original name.  Nothing is lost in
-either direction, so it is the format to hand between agentfolio tools.
+``{"agentfolio": "1", "session": {...}}``, the session spelled with the model's wire
+names (durable state's, ``$type`` tags), including the kinds durable state has no type
+for (memory, tool catalogs, documents...).  Nothing is lost in either direction, so it
+is the format to hand between agentfolio tools.
 """
 
 from __future__ import annotations
@@ -39,4 +40,4 @@ def read(document: Any, *, strict: bool = True, source: str | None = None) -> Re
 
 
 def write(session: Session) -> dict[str, Any]:
-    return {"agentfolio": VERSION, "session": session.model_dump(by_alias=False, exclude_unset=True)}
+    return {"agentfolio": VERSION, "session": session.to_json_value()}

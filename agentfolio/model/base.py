@@ -1,5 +1,11 @@
 """The base every canonical record shares: unknown properties survive, nothing is coerced.
 
+Known limit: pydantic counts an unknown property as "set" under its own key, so a
+document whose unknown property is spelled exactly like one of our Python attribute names
+(``author_name`` beside ``authorName``) writes back an extra ``null`` for that field.
+No producer we know writes such keys; checking every key of every read would cost as
+much as parsing, so we do not.
+
 Records keep the wire names of durable agent state as aliases (``$type``, ``callId``...)
 because durable state is the format the model was shaped on and the one read in bulk:
 validating straight from the parsed JSON, without a renaming pass, keeps a full read of a
@@ -9,7 +15,7 @@ snake_case attribute names.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,13 +31,35 @@ class Record(BaseModel):
     model_config = ConfigDict(
         extra="allow",
         strict=True,
-        populate_by_name=True,
         serialize_by_alias=True,
         validate_by_alias=True,
-        validate_by_name=True,
-        frozen=False,
+        # Reading by wire name only: a document carrying both ``callId`` and an unknown
+        # ``call_id`` keeps both, instead of one silently shadowing the other.
+        validate_by_name=False,
         revalidate_instances="never",
     )
+
+    # Python attribute name → wire name, for building records by attribute name.
+    _wire_names: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls._wire_names = {name: info.alias for name, info in cls.model_fields.items()
+                           if info.alias and info.alias != name}
+
+    def __init__(self, /, **data: Any) -> None:
+        # Only code that builds records comes through here (reads validate without
+        # calling __init__), so attribute names are accepted here and nowhere else.
+        names = self._wire_names
+        super().__init__(**{names.get(key, key): value for key, value in data.items()})
+        if "kind" in type(self).model_fields:
+            # A built record always writes its kind, though it was left to its default.
+            self.__pydantic_fields_set__.add("kind")
+
+    # Tell pydantic this is still its own __init__: otherwise every read would call it
+    # (a Python call per record, several times slower) and accept attribute names.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     @property
     def extra(self) -> dict[str, Any]:

@@ -45,12 +45,6 @@ class Presentation(Record):
 class _Content(Record):
     presentation: Presentation | None = None
 
-    def __init__(self, **data: Any) -> None:
-        # Built in Python (not read): the kind is part of the value, so it is always
-        # written even though it was defaulted.  Reads bypass __init__ and keep exactly
-        # the properties they found.
-        super().__init__(**data)
-        self.__pydantic_fields_set__.add("kind")
 
 
 class TextContent(_Content):

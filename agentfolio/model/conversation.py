@@ -37,10 +37,6 @@ class _Entry(Record):
     created_at: str | None = Field(default=None, alias="createdAt")
     messages: list[Message] | None = None
 
-    def __init__(self, **data: Any) -> None:
-        # See _Content.__init__: a built entry always writes its $type.
-        super().__init__(**data)
-        self.__pydantic_fields_set__.add("kind")
 
     @property
     def items(self) -> list[Message]:
