@@ -1,0 +1,85 @@
+"""Hypothesis strategies for the formats' documents, shared by the property tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+# Unknown property names: never a known wire name (that would be a known property of
+# the wrong type, tested apart), never one of our snake_case attribute names (the
+# documented limit in agentfolio.model.base).
+unknown_keys = st.from_regex(r"x[A-Za-z0-9_$-]{0,8}", fullmatch=True)
+
+json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**53), max_value=2**53),
+    st.floats(allow_nan=False, allow_infinity=False, width=64), st.text(max_size=20),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    max_leaves=8,
+)
+timestamps = st.one_of(
+    st.just("2025-11-04T19:33:10.47008+00:00"), st.just("2025-11-04T19:33:10Z"),
+    st.just("2025-11-04T19:33:10.1234567+02:00"), st.just("2025-11-04T19:33:10"),
+)
+
+
+def with_unknowns(base: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    """A known object, sometimes carrying properties no schema knows."""
+    return st.tuples(base, st.dictionaries(unknown_keys, json_values, max_size=2)).map(lambda p: {**p[0], **p[1]})
+
+
+def _optional(**fields: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({}, optional=fields)
+
+
+text = st.text(max_size=40)
+ids = st.text(alphabet="abcdef0123456789_", min_size=1, max_size=12)
+
+known_contents = st.one_of(
+    st.fixed_dictionaries({"$type": st.just("text"), "text": text}),
+    st.fixed_dictionaries({"$type": st.just("reasoning")}, optional={"text": text}),
+    st.fixed_dictionaries({"$type": st.just("functionCall"), "callId": ids, "name": ids},
+                          optional={"arguments": st.dictionaries(st.text(max_size=5), json_values, max_size=3)}),
+    st.fixed_dictionaries({"$type": st.just("functionResult"), "callId": ids}, optional={"result": json_values}),
+    st.fixed_dictionaries({"$type": st.just("data"), "uri": st.just("data:text/plain;base64,aGk=")},
+                          optional={"mediaType": st.just("text/plain")}),
+    st.fixed_dictionaries({"$type": st.just("uri"), "uri": st.just("https://example.com/a.png"),
+                           "mediaType": st.just("image/png")}),
+    st.fixed_dictionaries({"$type": st.just("error")},
+                          optional={"message": text, "errorCode": ids, "details": json_values}),
+    st.fixed_dictionaries({"$type": st.just("hostedFile"), "fileId": ids}),
+    st.fixed_dictionaries({"$type": st.just("hostedVectorStore"), "vectorStoreId": ids}),
+    st.fixed_dictionaries({"$type": st.just("usage"), "usage": _optional(
+        inputTokenCount=st.integers(0, 10**6), outputTokenCount=st.integers(0, 10**6))}),
+    st.fixed_dictionaries({"$type": st.just("unknown"), "content": json_values}),
+)
+# A $type this release does not know, with whatever it carries: must come back whole.
+unknown_contents = st.tuples(unknown_keys, st.dictionaries(unknown_keys, json_values, max_size=3)).map(
+    lambda p: {"$type": "future" + p[0], **p[1]})
+contents = st.one_of(with_unknowns(known_contents), unknown_contents)
+
+messages = with_unknowns(st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "system", "tool"])},
+    optional={"authorName": text, "createdAt": timestamps, "contents": st.lists(contents, max_size=4),
+              "messageId": ids, "extensionData": st.dictionaries(unknown_keys, json_values, max_size=2)},
+))
+_entry_common = {"correlationId": ids, "createdAt": timestamps, "messages": st.lists(messages, max_size=3)}
+entries = st.one_of(
+    with_unknowns(st.fixed_dictionaries({"$type": st.just("request")}, optional={
+        **_entry_common, "responseType": st.sampled_from(["text", "json"]), "orchestrationId": ids,
+        "responseSchema": st.dictionaries(st.text(max_size=5), json_values, max_size=2)})),
+    with_unknowns(st.fixed_dictionaries({"$type": st.just("response")}, optional={
+        **_entry_common, "usage": _optional(inputTokenCount=st.integers(0, 10**6),
+                                            totalTokenCount=st.integers(0, 10**6))})),
+    with_unknowns(st.fixed_dictionaries({"$type": st.sampled_from(["errorResponse", "compaction"])},
+                                        optional=_entry_common)),
+    st.tuples(unknown_keys, st.dictionaries(unknown_keys, json_values, max_size=3)).map(
+        lambda p: {"$type": "future" + p[0], **p[1]}),
+)
+durable_states = with_unknowns(st.fixed_dictionaries({
+    "schemaVersion": st.sampled_from(["1.0.0", "1.1.0", "1.2.0", "1.2.5", "1.9.0", "2.0.0"]),
+    "data": with_unknowns(st.fixed_dictionaries({}, optional={"conversationHistory": st.lists(entries, max_size=4)})),
+}))
