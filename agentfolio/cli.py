@@ -11,6 +11,7 @@ from typing import Any, Optional
 import orjson
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from agentfolio.formats import registry
 from agentfolio.formats.base import ReadResult
@@ -32,7 +33,7 @@ MaxBytes = typer.Option(DEFAULT_MAX_BYTES, "--max-bytes", help="Refuse files lar
 
 
 def fail(message: str, code: int = 1) -> None:
-    stderr.print(f"[red]error:[/] {message}", markup=True, highlight=False)
+    stderr.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -77,15 +78,17 @@ def _validate_one(path: Path, format_name: str | None, max_bytes: int) -> dict[s
 def _print_report(report: dict[str, Any]) -> None:
     name = report["file"]
     if report["valid"]:
-        stdout.print(f"[green]valid[/] {name} ({report['format']} {report['version']})", highlight=False)
+        stdout.print(f"[green]valid[/] {escape(name)} ({report['format']} {report['version']})",
+                     highlight=False, soft_wrap=True)
     else:
-        stdout.print(f"[red]invalid[/] {name}: {len(report['problems'])} problem(s)", highlight=False)
+        stdout.print(f"[red]invalid[/] {escape(name)}: {len(report['problems'])} problem(s)",
+                     highlight=False, soft_wrap=True)
         for problem in report["problems"]:
-            stdout.print(f"  {name}: {problem['pointer'] or '/'}: {problem['message']}", highlight=False,
-                         markup=False)
+            stdout.print(f"  {name}: {problem['pointer'] or '/'}: {problem['message']}",
+                         highlight=False, soft_wrap=True, markup=False)
     for note in report["notes"]:
-        stdout.print(f"  note: {note['pointer'] or '/'}: {note['message']}", style="dim", highlight=False,
-                     markup=False)
+        stdout.print(f"  note: {note['pointer'] or '/'}: {note['message']}",
+                     style="dim", highlight=False, soft_wrap=True, markup=False)
 
 
 @app.command()
@@ -109,12 +112,12 @@ def show(
 def _warn_problems(result: ReadResult, source: str) -> None:
     if not result.problems:
         return
-    stderr.print(f"[yellow]warning:[/] {source} breaks its schema in {len(result.problems)} place(s); "
-                 "shown anyway (see `agentfolio validate`):", highlight=False)
+    stderr.print(f"[yellow]warning:[/] {escape(source)} breaks its schema in {len(result.problems)} place(s); "
+                 "shown anyway (see `agentfolio validate`):", highlight=False, soft_wrap=True)
     for problem in result.problems[:5]:
-        stderr.print(f"  {problem}", markup=False, highlight=False)
+        stderr.print(f"  {problem}", markup=False, highlight=False, soft_wrap=True)
     if len(result.problems) > 5:
-        stderr.print(f"  … and {len(result.problems) - 5} more", highlight=False)
+        stderr.print(f"  … and {len(result.problems) - 5} more", highlight=False, soft_wrap=True)
 
 
 @app.command()
