@@ -1,0 +1,170 @@
+"""Finite automata over names and content types (thin helpers over interegular).
+
+interegular gives us regex -> DFA, product (``&``), complement and emptiness. We
+add what compatibility checking needs on top: the Boolean atoms of a family of
+languages, capped cardinality, and readable example strings.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+
+import interegular
+from interegular.fsm import FSM, anything_else
+
+from .errors import BodyError
+
+#: Above this many atoms we give up with an error rather than run for minutes.
+MAX_ATOMS = 2048
+
+_PREFERRED = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_-.+!#$&^/"
+_RANK = {c: i for i, c in enumerate(_PREFERRED)}
+
+
+@lru_cache(maxsize=2048)
+def fsm(regex: str) -> FSM:
+    """The minimal DFA of ``regex`` (full-match semantics)."""
+    return interegular.parse_pattern(regex).to_fsm().reduce()
+
+
+def intersect(a: FSM, b: FSM) -> FSM:
+    return (a & b).reduce()
+
+
+def minus(a: FSM, b: FSM) -> FSM:
+    return (a & b.everythingbut()).reduce()
+
+
+def union(fsms: Iterable[FSM]) -> FSM:
+    fsms = list(fsms)
+    if not fsms:
+        return fsm("[]")  # interegular: an empty character class matches nothing
+    return FSM.union(*fsms).reduce() if len(fsms) > 1 else fsms[0]
+
+
+def is_empty(f: FSM) -> bool:
+    return f.empty()
+
+
+def _live(f: FSM) -> set[int]:
+    """States from which a final state is reachable (one backward sweep)."""
+    back: dict[int, set[int]] = {}
+    for s, trans in f.map.items():
+        for t in trans.values():
+            back.setdefault(t, set()).add(s)
+    live = set(f.finals)
+    todo = list(live)
+    while todo:
+        for p in back.get(todo.pop(), ()):
+            if p not in live:
+                live.add(p)
+                todo.append(p)
+    return live
+
+
+def _chars(f: FSM, key: int) -> list[str]:
+    return [c for c in f.alphabet.by_transition.get(key, ()) if c is not anything_else]
+
+
+def cardinality(f: FSM, cap: int) -> int | None:
+    """How many strings ``f`` accepts, or None if infinite or at least ``cap``
+    (callers only ever need to know whether there are enough distinct names)."""
+    live = _live(f)
+    if f.initial not in live:
+        return 0
+    memo: dict[int, int] = {}
+    on_path: set[int] = set()
+
+    def count(s: int) -> int:
+        if s in memo:
+            return memo[s]
+        if s in on_path:
+            raise OverflowError
+        on_path.add(s)
+        n = 1 if s in f.finals else 0
+        for key, t in f.map.get(s, {}).items():
+            if t in live:
+                width = len(_chars(f, key))
+                if width:
+                    n += width * count(t)
+                    if n >= cap:
+                        break
+        on_path.discard(s)
+        memo[s] = min(n, cap)
+        return memo[s]
+
+    try:
+        n = count(f.initial)
+    except OverflowError:
+        return None
+    return None if n >= cap else n
+
+
+def examples(f: FSM, prefer: Iterable[str] = ()) -> Iterator[str]:
+    """Accepted strings: first any of ``prefer`` that ``f`` accepts, then the rest
+    shortest first, favouring lower-case letters and digits so that witnesses read
+    like ``/a`` rather than ``/-``. Never repeats a string."""
+    seen: set[str] = set()
+    for s in prefer:
+        if s not in seen and f.accepts(s):
+            seen.add(s)
+            yield s
+    live = _live(f)
+    if f.initial not in live:
+        return
+    # Exact distance-to-accept makes this A* search pop strings in length order.
+    dist: dict[int, int] = {s: 0 for s in f.finals if s in live}
+    frontier = list(dist)
+    back: dict[int, set[int]] = {}
+    for s, trans in f.map.items():
+        for t in trans.values():
+            back.setdefault(t, set()).add(s)
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for p in back.get(s, ()):
+                if p in live and p not in dist:
+                    dist[p] = dist[s] + 1
+                    nxt.append(p)
+        frontier = nxt
+    heap: list[tuple[int, tuple[int, ...], str, int]] = [(dist[f.initial], (), "", f.initial)]
+    while heap:
+        _, ranks, text, state = heapq.heappop(heap)
+        if state in f.finals and text not in seen:
+            seen.add(text)
+            yield text
+        for key, t in sorted(f.map.get(state, {}).items()):
+            if t not in dist:
+                continue
+            for c in _chars(f, key):
+                heapq.heappush(
+                    heap, (len(text) + 1 + dist[t], ranks + (_RANK.get(c, 999),), text + c, t)
+                )
+
+
+def atoms(universe: FSM, languages: Iterable[tuple[FSM, int]]) -> list[tuple[FSM, int]]:
+    """Split ``universe`` into the non-empty regions of the Venn diagram of the
+    ``languages``; each comes with the OR of the tags of the languages containing it.
+    Every language is then a union of whole atoms, which is what lets compatibility
+    reason about finitely many cells instead of infinitely many strings."""
+    result = [(universe, 0)] if not is_empty(universe) else []
+    for lang, tag in languages:
+        refined: list[tuple[FSM, int]] = []
+        for atom, tags in result:
+            inside = intersect(atom, lang)
+            if is_empty(inside):
+                refined.append((atom, tags))
+                continue
+            outside = minus(atom, lang)
+            refined.append((inside, tags | tag))
+            if not is_empty(outside):
+                refined.append((outside, tags))
+        result = refined
+        if len(result) > MAX_ATOMS:
+            raise BodyError(
+                f"the schemas' globs split the space of names/content types into more than "
+                f"{MAX_ATOMS} regions; simplify them to check compatibility"
+            )
+    return result
