@@ -43,6 +43,9 @@ class Presentation(Record):
 
 
 class _Content(Record):
+    # Declared here so ``$type`` is written first, as .NET's System.Text.Json requires
+    # of a type discriminator; each kind narrows it to its literal.
+    kind: str = Field(alias="$type")
     presentation: Presentation | None = None
 
 

@@ -33,6 +33,8 @@ class Message(Record):
 
 
 class _Entry(Record):
+    # Declared first so ``$type`` is written first (see contents._Content).
+    kind: str = Field(alias="$type")
     correlation_id: str | None = Field(default=None, alias="correlationId")
     created_at: str | None = Field(default=None, alias="createdAt")
     messages: list[Message] | None = None
