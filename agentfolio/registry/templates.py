@@ -87,6 +87,7 @@ class TemplateRenderer:
     def __init__(self, cache_size: int = 4096) -> None:
         self.environment = SandboxedEnvironment()
         self._parse = lru_cache(maxsize=cache_size)(self._parse_uncached)
+        self._check = lru_cache(maxsize=cache_size)(self._check_uncached)
 
     def _parse_uncached(self, source: str):
         return self.environment.from_string(source)
@@ -96,6 +97,9 @@ class TemplateRenderer:
             return TemplateCheck("success")
         if not isinstance(source, str):
             return TemplateCheck("error", f"a template must be a string, found {type(source).__name__}")
+        return self._check(source)
+
+    def _check_uncached(self, source: str) -> TemplateCheck:
         if len(source) > MAX_TEMPLATE_CHARS:
             return TemplateCheck("error", f"template is {len(source):,} characters, over the "
                                           f"{MAX_TEMPLATE_CHARS:,}-character limit")
