@@ -1,0 +1,109 @@
+"""Where agentfolio keeps its data and the limits it enforces, read from the environment.
+
+Every setting has a default that needs no set-up:
+
+``AGENTFOLIO_DATA_DIR``
+    The data folder, created on first use.  Default: ``$XDG_DATA_HOME/agentfolio``, or
+    ``~/.local/share/agentfolio`` when ``XDG_DATA_HOME`` is unset.
+``AGENTFOLIO_DATABASE_URL``
+    A SQLAlchemy URL.  Default: the SQLite file ``<data dir>/agentfolio.sqlite3`` (WAL).
+    For a shared deployment: ``postgresql+psycopg://user:password@host/dbname``.
+``AGENTFOLIO_BLOB_URL``
+    Where large contents go.  Default: the folder ``<data dir>/blobs``.  ``file:///path``
+    for another folder, ``s3://bucket/prefix`` for any S3-compatible store (credentials
+    and region from the usual ``AWS_*`` variables; ``AGENTFOLIO_S3_ENDPOINT_URL`` for a
+    store that is not AWS).
+``AGENTFOLIO_BLOB_THRESHOLD``
+    Contents whose JSON is larger than this many bytes go to the blob store (default
+    65536); MessageBody parts (``$type: part``) always do.
+``AGENTFOLIO_SESSION_TTL``
+    Seconds a session may stay idle (not written) before it expires; ``0`` keeps
+    sessions forever.  Default 1209600 (14 days, the durable agents' own default).
+``AGENTFOLIO_MAX_BODY_BYTES`` / ``AGENTFOLIO_MAX_JSON_DEPTH``
+    Bounds on an HTTP request body: size (default 64 MiB) and JSON nesting (default 128).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Mapping
+
+ENV_PREFIX = "AGENTFOLIO_"
+DEFAULT_BLOB_THRESHOLD = 64 * 1024
+DEFAULT_SESSION_TTL = 14 * 24 * 3600
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_JSON_DEPTH = 128
+# Searchable text kept per entry; the entry itself is always kept whole.
+DEFAULT_SEARCH_TEXT_LIMIT = 32 * 1024
+
+
+def default_data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "agentfolio"
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be used: names the variable and what was wrong."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = field(default_factory=default_data_dir)
+    database_url: str | None = None
+    blob_url: str | None = None
+    s3_endpoint_url: str | None = None
+    blob_threshold: int = DEFAULT_BLOB_THRESHOLD
+    session_ttl: int = DEFAULT_SESSION_TTL
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
+    search_text_limit: int = DEFAULT_SEARCH_TEXT_LIMIT
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
+        env = os.environ if environ is None else environ
+
+        def text(name: str) -> str | None:
+            value = env.get(ENV_PREFIX + name)
+            return value if value not in (None, "") else None
+
+        def number(name: str, default: int) -> int:
+            value = text(name)
+            if value is None:
+                return default
+            try:
+                parsed = int(value)
+            except ValueError:
+                raise SettingsError(f"{ENV_PREFIX}{name}={value!r} is not a whole number") from None
+            if parsed < 0:
+                raise SettingsError(f"{ENV_PREFIX}{name}={value!r} must not be negative")
+            return parsed
+
+        data_dir = text("DATA_DIR")
+        settings = cls(
+            data_dir=Path(data_dir).expanduser() if data_dir else default_data_dir(env),
+            database_url=text("DATABASE_URL"),
+            blob_url=text("BLOB_URL"),
+            s3_endpoint_url=text("S3_ENDPOINT_URL"),
+            blob_threshold=number("BLOB_THRESHOLD", DEFAULT_BLOB_THRESHOLD),
+            session_ttl=number("SESSION_TTL", DEFAULT_SESSION_TTL),
+            max_body_bytes=number("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
+            max_json_depth=number("MAX_JSON_DEPTH", DEFAULT_MAX_JSON_DEPTH),
+            search_text_limit=number("SEARCH_TEXT_LIMIT", DEFAULT_SEARCH_TEXT_LIMIT),
+        )
+        return replace(settings, **overrides) if overrides else settings  # type: ignore[arg-type]
+
+    @property
+    def effective_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'agentfolio.sqlite3'}"
+
+    @property
+    def effective_blob_url(self) -> str:
+        return self.blob_url or (self.data_dir / "blobs").as_uri()
+
+    def with_(self, **changes: object) -> "Settings":
+        return replace(self, **changes)  # type: ignore[arg-type]

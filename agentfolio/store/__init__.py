@@ -1,0 +1,48 @@
+"""Durable storage: sessions (durable agent state, appended in constant time), accounts, blobs.
+
+``Store.open(settings)`` opens (and on first use creates and migrates) the database named
+by the settings: a SQLite file in the data folder by default, PostgreSQL by URL.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import Engine
+
+from agentfolio.settings import Settings
+from agentfolio.store.accounts import Account, Accounts
+from agentfolio.store.blobs import BlobStore, open_blob_store
+from agentfolio.store.engine import create_engine, migrate
+from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, StoreError, VersionConflict
+from agentfolio.store.sessions import Appended, Created, SessionInfo, Sessions
+
+
+class Store:
+    """One database and blob store; each area reaches its tables through an attribute."""
+
+    def __init__(self, settings: Settings, engine: Engine, blobs: BlobStore) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.blobs = blobs
+        self.accounts = Accounts(engine)
+        self.sessions = Sessions(engine, blobs, settings)
+
+    @classmethod
+    def open(cls, settings: Settings | None = None, *, run_migrations: bool = True) -> "Store":
+        settings = settings or Settings.from_env()
+        engine = create_engine(settings.effective_database_url)
+        if run_migrations:
+            migrate(engine)
+        return cls(settings, engine, open_blob_store(settings))
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+__all__ = ["Account", "Accounts", "AlreadyExists", "Appended", "Created", "InvalidInput", "NotFound",
+           "SessionInfo", "Sessions", "Store", "StoreError", "VersionConflict"]

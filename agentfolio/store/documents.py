@@ -1,0 +1,165 @@
+"""Cutting a durable state into a head and entry rows, and splicing it back, byte-exact.
+
+The head is the document's JSON with the history array cut out; ``history_at`` is the
+byte offset where it goes back.  Each entry is kept as its own JSON bytes, so reading a
+session back is ``head[:at] + b"[" + b",".join(entries) + b"]" + head[at:]`` with no
+parse or re-serialisation of the history, and gives the JSON value that was written
+(object key order included).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable
+
+import orjson
+
+BLOB_KEY = "$agentfolio:blob"
+# MessageBody parts: their payloads go to the blob store whatever their size.
+ALWAYS_BLOB_KINDS = frozenset({"part"})
+
+
+def split_document(document: dict[str, Any]) -> tuple[bytes, int | None, list[Any]]:
+    """``(head, history_at, history)``: the head bytes, where the history goes, the entries."""
+    data = document.get("data")
+    if isinstance(data, dict) and isinstance(data.get("conversationHistory"), list):
+        marker = "\u0000agentfolio-history-" + secrets.token_hex(12)
+        head_document = {**document, "data": {**data, "conversationHistory": marker}}
+        head = orjson.dumps(head_document)
+        cut = orjson.dumps(marker)
+        at = head.index(cut)
+        return head[:at] + head[at + len(cut):], at, data["conversationHistory"]
+    return orjson.dumps(document), None, []
+
+
+def assemble(head: bytes, history_at: int | None, entries: Iterable[bytes]) -> bytes:
+    if history_at is None:
+        return head
+    return b"".join((head[:history_at], b"[", b",".join(entries), b"]", head[history_at:]))
+
+
+def head_with_history(head: bytes, history_at: int | None) -> tuple[bytes, int]:
+    """A head for a document that had no history array, now given an empty one."""
+    if history_at is not None:
+        return head, history_at
+    document = orjson.loads(head)
+    data = document.get("data")
+    if not isinstance(data, dict):
+        document["data"] = data = {}
+    data["conversationHistory"] = []
+    new_head, at, _ = split_document(document)
+    assert at is not None
+    return new_head, at
+
+
+@dataclass(slots=True)
+class PackedEntry:
+    body: bytes
+    kind: str | None
+    created_at: float | None
+    text: str
+    # (reference written in the body, sha256 of the content, the content's JSON bytes)
+    blobs: list[tuple[str, str, bytes]] = field(default_factory=list)
+
+    @property
+    def blob_refs(self) -> str | None:
+        return orjson.dumps([ref for ref, _, _ in self.blobs]).decode() if self.blobs else None
+
+
+def pack_entry(entry: Any, *, blob_threshold: int, text_limit: int) -> PackedEntry:
+    body = orjson.dumps(entry)
+    kind = entry.get("$type") if isinstance(entry, dict) else None
+    created = parse_time(entry.get("createdAt")) if isinstance(entry, dict) else None
+    packed = PackedEntry(body=body, kind=kind if isinstance(kind, str) else None, created_at=created,
+                         text=entry_text(entry, text_limit))
+    if isinstance(entry, dict) and (len(body) > blob_threshold or _has_always_blob(entry)):
+        _move_blobs(entry, packed, blob_threshold)
+    return packed
+
+
+def _has_always_blob(entry: dict[str, Any]) -> bool:
+    for message in _list(entry.get("messages")):
+        if isinstance(message, dict):
+            for content in _list(message.get("contents")):
+                if isinstance(content, dict) and content.get("$type") in ALWAYS_BLOB_KINDS:
+                    return True
+    return False
+
+
+def _move_blobs(entry: dict[str, Any], packed: PackedEntry, threshold: int) -> None:
+    messages = entry.get("messages")
+    if not isinstance(messages, list):
+        return
+    new_messages: list[Any] = []
+    for message in messages:
+        contents = message.get("contents") if isinstance(message, dict) else None
+        if not isinstance(contents, list):
+            new_messages.append(message)
+            continue
+        new_contents: list[Any] = []
+        for content in contents:
+            data = orjson.dumps(content)
+            if isinstance(content, dict) and (len(data) > threshold or content.get("$type") in ALWAYS_BLOB_KINDS):
+                digest = hashlib.sha256(data).hexdigest()
+                # The nonce makes the reference one no client could have written itself.
+                ref = f"{digest}#{secrets.token_hex(8)}"
+                packed.blobs.append((ref, digest, data))
+                new_contents.append({BLOB_KEY: ref})
+            else:
+                new_contents.append(content)
+        new_messages.append({**message, "contents": new_contents})
+    if packed.blobs:
+        packed.body = orjson.dumps({**entry, "messages": new_messages})
+
+
+def unpack_body(body: bytes, refs: str | None, fetch: Callable[[str], bytes]) -> bytes:
+    """The entry's JSON as written: blob references replaced by the contents they stand for."""
+    if not refs:
+        return body
+    for ref in orjson.loads(refs):
+        stub = orjson.dumps({BLOB_KEY: ref})
+        body = body.replace(stub, fetch(ref.split("#", 1)[0]), 1)
+    return body
+
+
+def entry_text(entry: Any, limit: int) -> str:
+    """Lower-cased text of an entry's messages: texts, reasoning, errors, tool names and data."""
+    if not isinstance(entry, dict):
+        return ""
+    parts: list[str] = []
+    size = 0
+    for message in _list(entry.get("messages")):
+        if not isinstance(message, dict):
+            continue
+        for content in _list(message.get("contents")):
+            if not isinstance(content, dict):
+                continue
+            for key in ("text", "message", "name", "arguments", "result", "content", "fileName", "snippet"):
+                value = content.get(key)
+                if value is None:
+                    continue
+                text = value if isinstance(value, str) else orjson.dumps(value).decode()
+                parts.append(text)
+                size += len(text) + 1
+                if size >= limit:
+                    return "\n".join(parts)[:limit].lower()
+    return "\n".join(parts).lower()
+
+
+def parse_time(value: Any) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

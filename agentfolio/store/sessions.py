@@ -1,0 +1,378 @@
+"""Sessions: durable agent state stored so that appending a turn costs the same at any length.
+
+Every write names the version it was based on; a stale one is refused with
+:class:`VersionConflict`, never merged.  Idle sessions (not written for the configured
+time-to-live) are invisible at once and removed by :meth:`Sessions.expire`.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import orjson
+import sqlalchemy as sa
+from pydantic import TypeAdapter, ValidationError
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+
+from agentfolio.formats import durable_state
+from agentfolio.formats.errors import FormatError, Problem, json_pointer
+from agentfolio.model import Entry
+from agentfolio.settings import Settings
+from agentfolio.store.accounts import Account
+from agentfolio.store.blobs import BlobStore
+from agentfolio.store.documents import (
+    PackedEntry,
+    assemble,
+    head_with_history,
+    pack_entry,
+    split_document,
+    unpack_body,
+)
+from agentfolio.store.engine import read_transaction, write_transaction
+from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, VersionConflict
+from agentfolio.store.tables import entries, sessions
+
+SESSION_ID = re.compile(r"[A-Za-z0-9@][A-Za-z0-9._:@-]{0,199}")
+SESSION_ID_RULE = "1-200 letters, digits, '.', '_', ':', '@' or '-', starting with a letter, digit or '@'"
+_ENTRY = TypeAdapter(Entry)
+_INSERT_BATCH = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    id: str
+    agent: str | None
+    schema_version: str | None
+    version: int
+    entry_count: int
+    created_at: float
+    updated_at: float
+    first_activity_at: float | None
+    last_activity_at: float | None
+    expires_at: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "agent": self.agent, "schemaVersion": self.schema_version,
+                "version": self.version, "entryCount": self.entry_count,
+                "createdAt": iso(self.created_at), "updatedAt": iso(self.updated_at),
+                "firstActivityAt": iso(self.first_activity_at), "lastActivityAt": iso(self.last_activity_at),
+                "expiresAt": iso(self.expires_at)}
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    session: SessionInfo
+    problems: list[Problem]
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    session: SessionInfo
+    position: int
+    problems: list[Problem]
+
+
+def iso(moment: float | None) -> str | None:
+    if moment is None:
+        return None
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(moment, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+_INFO_COLUMNS = (sessions.c.pk, sessions.c.id, sessions.c.agent, sessions.c.schema_version, sessions.c.version,
+                 sessions.c.entry_count, sessions.c.created_at, sessions.c.updated_at,
+                 sessions.c.first_activity_at, sessions.c.last_activity_at)
+
+
+class Sessions:
+    def __init__(self, engine: Engine, blobs: BlobStore, settings: Settings) -> None:
+        self.engine = engine
+        self.blobs = blobs
+        self.settings = settings
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _cutoff(self, now: float | None = None) -> float | None:
+        ttl = self.settings.session_ttl
+        return None if ttl <= 0 else (now if now is not None else time.time()) - ttl
+
+    def _visible(self, account: Account, session_id: str) -> Any:
+        condition = sa.and_(sessions.c.account_pk == account.pk, sessions.c.id == session_id)
+        cutoff = self._cutoff()
+        return condition if cutoff is None else sa.and_(condition, sessions.c.updated_at >= cutoff)
+
+    def _info(self, row: Any) -> SessionInfo:
+        ttl = self.settings.session_ttl
+        return SessionInfo(id=row.id, agent=row.agent, schema_version=row.schema_version, version=row.version,
+                           entry_count=row.entry_count, created_at=row.created_at, updated_at=row.updated_at,
+                           first_activity_at=row.first_activity_at, last_activity_at=row.last_activity_at,
+                           expires_at=row.updated_at + ttl if ttl > 0 else None)
+
+    def _blob_prefix(self, account: Account, session_pk: int) -> str:
+        return f"{account.pk}/{session_pk}"
+
+    def _put_blobs(self, account: Account, session_pk: int, packed: list[PackedEntry]) -> None:
+        prefix = self._blob_prefix(account, session_pk)
+        for entry in packed:
+            for _, digest, data in entry.blobs:
+                self.blobs.put(f"{prefix}/{digest}", data)
+
+    def _insert_entries(self, connection: Connection, session_pk: int, first: int, packed: list[PackedEntry]) -> None:
+        rows = [{"session_pk": session_pk, "position": first + index, "kind": entry.kind,
+                 "created_at": entry.created_at, "body": entry.body, "blobs": entry.blob_refs, "text": entry.text}
+                for index, entry in enumerate(packed)]
+        for start in range(0, len(rows), _INSERT_BATCH):
+            connection.execute(sa.insert(entries), rows[start:start + _INSERT_BATCH])
+
+    def _pack(self, entry: Any) -> PackedEntry:
+        return pack_entry(entry, blob_threshold=self.settings.blob_threshold,
+                          text_limit=self.settings.search_text_limit)
+
+    # -- reading --------------------------------------------------------------------------
+
+    def info(self, account: Account, session_id: str) -> SessionInfo:
+        with read_transaction(self.engine) as connection:
+            row = connection.execute(sa.select(*_INFO_COLUMNS).where(self._visible(account, session_id))).first()
+        if row is None:
+            raise NotFound(f"no session {session_id!r}")
+        return self._info(row)
+
+    def get_bytes(self, account: Account, session_id: str) -> tuple[SessionInfo, bytes]:
+        """The session's durable state as JSON bytes, exactly as written, and its info."""
+        with self.engine.connect() as connection:
+            if connection.dialect.name == "postgresql":
+                # The session row and its entries from one snapshot.
+                connection.execution_options(isolation_level="REPEATABLE READ")
+            with connection.begin():
+                row = connection.execute(sa.select(*_INFO_COLUMNS, sessions.c.head, sessions.c.history_at)
+                                         .where(self._visible(account, session_id))).first()
+                if row is None:
+                    raise NotFound(f"no session {session_id!r}")
+                bodies = connection.execute(sa.select(entries.c.body, entries.c.blobs)
+                                            .where(entries.c.session_pk == row.pk)
+                                            .order_by(entries.c.position)).all()
+        prefix = self._blob_prefix(account, row.pk)
+
+        def fetch(digest: str) -> bytes:
+            return self.blobs.get(f"{prefix}/{digest}")
+
+        parts = (body if refs is None else unpack_body(body, refs, fetch) for body, refs in bodies)
+        return self._info(row), assemble(row.head, row.history_at, parts)
+
+    def get_document(self, account: Account, session_id: str) -> tuple[SessionInfo, dict[str, Any]]:
+        info, data = self.get_bytes(account, session_id)
+        return info, orjson.loads(data)
+
+    def exists_source(self, account: Account, source_hash: str) -> str | None:
+        """The id of the session imported from a file with this SHA-256, if any."""
+        with read_transaction(self.engine) as connection:
+            return connection.execute(sa.select(sessions.c.id).where(sessions.c.account_pk == account.pk,
+                                                                     sessions.c.source_hash == source_hash)
+                                      ).scalar_one_or_none()
+
+    def list(self, account: Account | None, *, agent: str | None = None, since: float | None = None,
+             until: float | None = None, text: str | None = None, limit: int = 50,
+             offset: int = 0) -> list[SessionInfo]:
+        """Sessions newest-written first; ``since``/``until`` match the history's own times,
+        ``text`` any message text (case-insensitive substring)."""
+        query = sa.select(*_INFO_COLUMNS)
+        if account is not None:
+            query = query.where(sessions.c.account_pk == account.pk)
+        cutoff = self._cutoff()
+        if cutoff is not None:
+            query = query.where(sessions.c.updated_at >= cutoff)
+        if agent is not None:
+            query = query.where(sessions.c.agent == agent)
+        activity_end = sa.func.coalesce(sessions.c.last_activity_at, sessions.c.updated_at)
+        activity_start = sa.func.coalesce(sessions.c.first_activity_at, sessions.c.created_at)
+        if since is not None:
+            query = query.where(activity_end >= since)
+        if until is not None:
+            query = query.where(activity_start <= until)
+        if text:
+            pattern = "%" + text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            query = query.where(sa.exists().where(entries.c.session_pk == sessions.c.pk,
+                                                  entries.c.text.like(pattern, escape="\\")))
+        query = query.order_by(sessions.c.updated_at.desc(), sessions.c.id).limit(limit).offset(offset)
+        with read_transaction(self.engine) as connection:
+            return [self._info(row) for row in connection.execute(query)]
+
+    def iter_all(self, account: Account | None = None) -> Iterator[SessionInfo]:
+        offset = 0
+        while True:
+            page = self.list(account, limit=500, offset=offset)
+            yield from page
+            if len(page) < 500:
+                return
+            offset += len(page)
+
+    # -- writing --------------------------------------------------------------------------
+
+    def create(self, account: Account, document: Any, *, session_id: str | None = None, agent: str | None = None,
+               source_hash: str | None = None, strict: bool = True) -> Created:
+        """Store a durable state as a new session at version 1."""
+        if session_id is not None and not SESSION_ID.fullmatch(session_id):
+            raise InvalidInput(f"session id {session_id!r} must be {SESSION_ID_RULE}")
+        if agent is not None and not (0 < len(agent) <= 200):
+            raise InvalidInput("agent must be 1-200 characters")
+        problems = check_document(document, strict=strict)
+        head, history_at, history = split_document(document)
+        packed = [self._pack(entry) for entry in history]
+        times = [entry.created_at for entry in packed if entry.created_at is not None]
+        now = time.time()
+        session_id = session_id or secrets.token_hex(16)
+        schema_version = document.get("schemaVersion")
+        try:
+            with write_transaction(self.engine) as connection:
+                session_pk = connection.execute(sa.insert(sessions).values(
+                    account_pk=account.pk, id=session_id, agent=agent,
+                    schema_version=schema_version if isinstance(schema_version, str) else None,
+                    head=head, history_at=history_at, version=1, entry_count=len(packed), created_at=now,
+                    updated_at=now, first_activity_at=min(times, default=None),
+                    last_activity_at=max(times, default=None), source_hash=source_hash,
+                ).returning(sessions.c.pk)).scalar_one()
+                self._put_blobs(account, session_pk, packed)
+                self._insert_entries(connection, session_pk, 0, packed)
+        except IntegrityError:
+            self._purge_expired_id(account, session_id)
+            if source_hash is not None and self.exists_source(account, source_hash):
+                raise AlreadyExists("this document was already imported") from None
+            raise AlreadyExists(f"a session {session_id!r} already exists") from None
+        return Created(self.info(account, session_id), problems)
+
+    def _purge_expired_id(self, account: Account, session_id: str) -> None:
+        """An id taken only by an expired session is freed (then the caller may retry)."""
+        cutoff = self._cutoff()
+        if cutoff is not None:
+            self._delete_where(sa.and_(sessions.c.account_pk == account.pk, sessions.c.id == session_id,
+                                       sessions.c.updated_at < cutoff))
+
+    def append(self, account: Account, session_id: str, entry: Any, *, expected_version: int | None,
+               strict: bool = True) -> Appended:
+        """Add one entry at the end of the history: one INSERT and one guarded UPDATE.
+
+        ``expected_version`` is the version the caller read (``None``: whatever it is now).
+        """
+        if not isinstance(entry, dict):
+            raise InvalidInput("an entry must be a JSON object", pointer="")
+        packed = self._pack(entry)
+        with write_transaction(self.engine) as connection:
+            row = connection.execute(
+                sa.select(sessions.c.pk, sessions.c.version, sessions.c.entry_count, sessions.c.schema_version,
+                          sessions.c.head, sessions.c.history_at)
+                .where(self._visible(account, session_id)).with_for_update()).first()
+            if row is None:
+                raise NotFound(f"no session {session_id!r}")
+            if expected_version is not None and row.version != expected_version:
+                raise VersionConflict(session_id, expected_version, row.version)
+            problems = check_entry(entry, row.schema_version, strict=strict)
+            values: dict[str, Any] = {
+                "version": sessions.c.version + 1, "entry_count": sessions.c.entry_count + 1,
+                "updated_at": time.time(),
+            }
+            if packed.created_at is not None:
+                values["first_activity_at"] = sa.func.coalesce(sessions.c.first_activity_at, packed.created_at)
+                values["last_activity_at"] = sa.case(
+                    (sessions.c.last_activity_at.is_(None), packed.created_at),
+                    (sessions.c.last_activity_at < packed.created_at, packed.created_at),
+                    else_=sessions.c.last_activity_at)
+            if row.history_at is None:
+                values["head"], values["history_at"] = head_with_history(row.head, row.history_at)
+            updated = connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk,
+                                                                   sessions.c.version == row.version)
+                                         .values(**values))
+            if updated.rowcount != 1:  # pragma: no cover - the row is locked above
+                raise VersionConflict(session_id, row.version, row.version + 1)
+            self._put_blobs(account, row.pk, [packed])
+            self._insert_entries(connection, row.pk, row.entry_count, [packed])
+            info_row = connection.execute(sa.select(*_INFO_COLUMNS).where(sessions.c.pk == row.pk)).one()
+        return Appended(self._info(info_row), row.entry_count, problems)
+
+    def reset(self, account: Account, session_id: str, *, expected_version: int | None = None) -> SessionInfo:
+        """Empty the session: ``{"schemaVersion": ..., "data": {"conversationHistory": []}}``."""
+        with write_transaction(self.engine) as connection:
+            row = self._locked(connection, account, session_id, expected_version)
+            version = row.schema_version or durable_state.DEFAULT_VERSION
+            head, history_at, _ = split_document({"schemaVersion": version, "data": {"conversationHistory": []}})
+            connection.execute(sa.delete(entries).where(entries.c.session_pk == row.pk))
+            connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk).values(
+                version=sessions.c.version + 1, entry_count=0, head=head, history_at=history_at,
+                schema_version=version, updated_at=time.time(), first_activity_at=None, last_activity_at=None))
+        self.blobs.delete_prefix(self._blob_prefix(account, row.pk))
+        return self.info(account, session_id)
+
+    def delete(self, account: Account, session_id: str, *, expected_version: int | None = None) -> None:
+        with write_transaction(self.engine) as connection:
+            row = self._locked(connection, account, session_id, expected_version)
+            connection.execute(sa.delete(entries).where(entries.c.session_pk == row.pk))
+            connection.execute(sa.delete(sessions).where(sessions.c.pk == row.pk))
+        self.blobs.delete_prefix(self._blob_prefix(account, row.pk))
+
+    def _locked(self, connection: Connection, account: Account, session_id: str,
+                expected_version: int | None) -> Any:
+        row = connection.execute(sa.select(sessions.c.pk, sessions.c.version, sessions.c.schema_version)
+                                 .where(self._visible(account, session_id)).with_for_update()).first()
+        if row is None:
+            raise NotFound(f"no session {session_id!r}")
+        if expected_version is not None and row.version != expected_version:
+            raise VersionConflict(session_id, expected_version, row.version)
+        return row
+
+    def expire(self, now: float | None = None) -> int:
+        """Remove every session idle past the time-to-live; how many were removed."""
+        cutoff = self._cutoff(now)
+        if cutoff is None:
+            return 0
+        return self._delete_where(sessions.c.updated_at < cutoff)
+
+    def _delete_where(self, condition: Any) -> int:
+        removed = 0
+        while True:
+            with write_transaction(self.engine) as connection:
+                rows = connection.execute(sa.select(sessions.c.pk, sessions.c.account_pk).where(condition)
+                                          .limit(100)).all()
+                if not rows:
+                    return removed
+                pks = [row.pk for row in rows]
+                connection.execute(sa.delete(entries).where(entries.c.session_pk.in_(pks)))
+                connection.execute(sa.delete(sessions).where(sessions.c.pk.in_(pks)))
+            for row in rows:
+                self.blobs.delete_prefix(f"{row.account_pk}/{row.pk}")
+            removed += len(rows)
+
+
+def check_document(document: Any, *, strict: bool) -> list[Problem]:
+    """Refuse what is not a readable durable state; the schema problems a tolerant read kept."""
+    try:
+        result = durable_state.read(document, strict=strict)
+    except FormatError as error:
+        raise InvalidInput(error.message, pointer=error.pointer, problems=error.problems) from None
+    return result.problems
+
+
+def check_entry(entry: dict[str, Any], schema_version: str | None, *, strict: bool) -> list[Problem]:
+    """Check one entry against its session's schema version, as if it were the whole history."""
+    version = schema_version or durable_state.DEFAULT_VERSION
+    try:
+        _, problems, _ = durable_state.validate({"schemaVersion": version, "data": {"conversationHistory": [entry]}})
+    except FormatError as error:
+        raise InvalidInput(error.message, pointer=error.pointer) from None
+    prefix = "/data/conversationHistory/0"
+    problems = [Problem(p.pointer[len(prefix):] if p.pointer.startswith(prefix) else p.pointer, p.message)
+                for p in problems]
+    if problems and strict:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InvalidInput(f"{problems[0].message}{more}", pointer=problems[0].pointer, problems=problems)
+    try:
+        _ENTRY.validate_python(entry)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        path = [step for step in first["loc"] if isinstance(step, int) or "[" not in str(step)]
+        raise InvalidInput(f"cannot read entry: {first['msg']}", pointer=json_pointer(path)) from None
+    return problems

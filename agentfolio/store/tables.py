@@ -1,0 +1,93 @@
+"""The store's tables, in one SQLAlchemy ``MetaData`` every area adds its own tables to.
+
+Each area keeps its tables in its own module, defined on :data:`metadata`, and adds one
+Alembic revision for them to ``agentfolio/store/migrations/versions`` (the chain is
+linear: a new revision's ``down_revision`` is the current head).  A test compares the
+migrated database with this metadata, so a table added here without a migration, or the
+other way round, fails the suite.
+
+Sessions are split for constant-time appends: a ``sessions`` row keeps everything in the
+durable state but the history (``head``: the document's JSON with the history cut out at
+``history_at``) and a version counter; each history entry is its own ``entries`` row,
+holding the entry's exact JSON.  Appending is one INSERT and one guarded UPDATE, whatever
+the length of the history; reading splices the stored bytes back together.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+# Constraint names the same on SQLite and PostgreSQL, so migrations can name them.
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = sa.MetaData(naming_convention=NAMING)
+
+# An auto-incrementing 64-bit key that is SQLite's rowid there.
+BigKey = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+accounts = sa.Table(
+    "accounts", metadata,
+    sa.Column("pk", BigKey, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(200), nullable=False, unique=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+# Bearer tokens, stored as SHA-256 of the token: the token itself is shown once.
+tokens = sa.Table(
+    "tokens", metadata,
+    sa.Column("pk", BigKey, primary_key=True, autoincrement=True),
+    sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), nullable=False),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    # The first characters, to tell tokens apart in listings.
+    sa.Column("prefix", sa.String(16), nullable=False),
+    sa.Column("label", sa.String(200), nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("revoked_at", sa.Float, nullable=True),
+)
+
+sessions = sa.Table(
+    "sessions", metadata,
+    sa.Column("pk", BigKey, primary_key=True, autoincrement=True),
+    sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), nullable=False),
+    sa.Column("id", sa.String(200), nullable=False),
+    sa.Column("agent", sa.String(200), nullable=True),
+    sa.Column("schema_version", sa.String(50), nullable=True),
+    # The document without its history, and where the history goes back in (byte
+    # offset), or NULL when the document has no history array.
+    sa.Column("head", sa.LargeBinary, nullable=False),
+    sa.Column("history_at", sa.Integer, nullable=True),
+    sa.Column("version", sa.BigInteger, nullable=False),
+    sa.Column("entry_count", sa.Integer, nullable=False),
+    # Store times (epoch seconds): created, last written (idle time counts from here).
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    # The history's own times (entries' createdAt), for searching by time range.
+    sa.Column("first_activity_at", sa.Float, nullable=True),
+    sa.Column("last_activity_at", sa.Float, nullable=True),
+    # SHA-256 of the imported file, so a re-run import skips what it already stored.
+    sa.Column("source_hash", sa.String(64), nullable=True),
+    sa.UniqueConstraint("account_pk", "id"),
+    sa.UniqueConstraint("account_pk", "source_hash"),
+    sa.Index(None, "account_pk", "updated_at"),
+    sa.Index(None, "updated_at"),
+)
+
+entries = sa.Table(
+    "entries", metadata,
+    sa.Column("session_pk", sa.BigInteger, sa.ForeignKey("sessions.pk", ondelete="CASCADE"), primary_key=True),
+    sa.Column("position", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("kind", sa.String(100), nullable=True),
+    sa.Column("created_at", sa.Float, nullable=True),
+    # The entry's JSON as written; contents moved to the blob store appear in it as
+    # {"$agentfolio:blob": "<sha256>#<nonce>"} and are listed in ``blobs``.
+    sa.Column("body", sa.LargeBinary, nullable=False),
+    sa.Column("blobs", sa.Text, nullable=True),
+    # Lower-cased text of the entry's messages, for search.
+    sa.Column("text", sa.Text, nullable=False),
+)
