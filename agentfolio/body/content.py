@@ -69,13 +69,14 @@ def url_allowed(url: str, allow: Iterable[str]) -> bool:
         return False
     if scheme not in ("http", "https"):
         return False
+    if {".", ".."} & set(urllib.parse.unquote(path).split("/")):
+        # '/files/../admin' starts with '/files/' but the server resolves it elsewhere.
+        return False
     for prefix in allow:
         p_scheme, p_origin, p_path = _origin_and_path(prefix)
         if (scheme, origin) != (p_scheme, p_origin):
             continue
-        if path == p_path or p_path.endswith("/") and path.startswith(p_path):
-            return True
-        if path.startswith(p_path.rstrip("/") + "/"):
+        if path == p_path or path.startswith(p_path if p_path.endswith("/") else p_path + "/"):
             return True
     return False
 

@@ -128,7 +128,13 @@ class _Parser:
                 return tuple(items)
             elif c == "*":
                 if s.startswith("**", self.i):
-                    items.append(self.globstar(depth))
+                    star = self.globstar(depth)
+                    if len(items) >= 2 and items[-1] == _Lit("/") and isinstance(items[-2], _Globstar):
+                        # '**/**' means '**'; keeping both would make the second one
+                        # demand the separator the first one already consumed.
+                        items.pop()
+                    else:
+                        items.append(star)
                 else:
                     items.append(_Star())
                     self.i += 1

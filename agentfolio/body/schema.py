@@ -18,7 +18,7 @@ The empty body is valid under a schema with no required parts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,14 +79,37 @@ class SchemaPart(BaseModel):
         return out
 
 
-@dataclass(frozen=True)
 class PartIssue:
-    """A part that matches no schema part."""
+    """A part that was refused (matches no schema part, or malformed/duplicate when streamed).
 
-    index: int
-    name: str | None
-    content_type: str
-    reason: str
+    ``reason`` is worked out on first access: finding the near misses costs a regex
+    per schema part, which we only pay for issues someone actually reads.
+    """
+
+    __slots__ = ("index", "name", "content_type", "_reason", "_explain")
+
+    def __init__(self, index: int, name: str | None, content_type: str, reason: str | None = None,
+                 explain: Callable[[str | None, str], str] | None = None) -> None:
+        self.index = index
+        self.name = name
+        self.content_type = content_type
+        self._reason = reason
+        self._explain = explain
+
+    @property
+    def reason(self) -> str:
+        if self._reason is None:
+            self._reason = self._explain(self.name, self.content_type) if self._explain else "refused"
+        return self._reason
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PartIssue) and (self.index, self.name, self.content_type, self.reason) == (
+            other.index, other.name, other.content_type, other.reason)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PartIssue({self.index}, {self.name!r}, {self.content_type!r})"
 
     def __str__(self) -> str:
         who = repr(self.name) if self.name is not None else "unnamed"
@@ -215,10 +238,8 @@ class MessageBodySchema(BaseModel):
         parts = body.parts if isinstance(body, MessageBody) else tuple(body)
         engine = self.engine
         bad, pending = engine.scan(parts)
-        issues = tuple(
-            PartIssue(i, parts[i].name, parts[i].content_type, engine.explain(parts[i].name, parts[i].content_type))
-            for i in bad
-        )
+        explain = engine.explain
+        issues = tuple(PartIssue(i, parts[i].name, parts[i].content_type, explain=explain) for i in bad)
         missing = tuple(MissingRequired(i, self.parts[i]) for i in engine.bits(pending))
         return ValidationReport(len(parts), issues, missing)
 

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from agentfolio.formats.base import ReadResult
 from agentfolio.formats.errors import FormatError, InvalidDocumentError, Problem, UnsupportedVersionError, json_pointer
+from agentfolio.formats.jsonio import gc_paused, parse_json
 from agentfolio.formats.schema_check import check
 from agentfolio.model import DURABLE_CONTENT_KINDS, ENTRY_KINDS, Session
 
@@ -122,6 +123,11 @@ def read(document: Any, *, strict: bool = True, source: str | None = None) -> Re
     version, but reads messy real-world states (nulls for optional fields, roles
     outside the enum, ``{}`` tool calls) and returns the violations as ``problems``.
     """
+    with gc_paused():
+        return _read(document, strict=strict, source=source)
+
+
+def _read(document: Any, *, strict: bool, source: str | None) -> ReadResult:
     try:
         version, problems, notes = validate(document)
     except FormatError as error:
@@ -134,13 +140,16 @@ def read(document: Any, *, strict: bool = True, source: str | None = None) -> Re
         session = Session.model_validate(document)
     except ValidationError as error:
         raise _model_error(error, source) from None
+    history = document["data"].get("conversationHistory") if isinstance(document.get("data"), dict) else None
+    if isinstance(history, list):
+        for entry, entry_source in zip(session.entries, history):
+            entry.remember_source(entry_source)
     return ReadResult(session=session, format=NAME, version=version.text, problems=problems, notes=notes)
 
 
 def read_bytes(data: bytes | str, *, strict: bool = True, source: str | None = None) -> ReadResult:
-    from agentfolio.formats.jsonio import parse_json
-
-    return read(parse_json(data, source=source), strict=strict, source=source)
+    with gc_paused():
+        return read(parse_json(data, source=source), strict=strict, source=source)
 
 
 def write(session: Session) -> dict[str, Any]:
@@ -150,12 +159,18 @@ def write(session: Session) -> dict[str, Any]:
     (a memory, a tool catalog...): those are converted, with a loss report, by
     ``agentfolio.formats.convert``, not written under a ``$type`` no reader knows.
     """
-    foreign = [(pointer, kind) for pointer, kind in _non_durable_kinds(session)]
+    foreign = _non_durable_kinds(session)
     if foreign:
         pointer, kind = foreign[0]
         raise FormatError(f"{kind!r} has no durable-state type; convert the session instead of writing it "
                           f"directly ({len(foreign)} such item(s))", pointer=pointer)
-    value = session.to_json_value()
+    value = session.model_dump(by_alias=True, exclude_unset=True, mode="json",
+                               exclude={"data": {"conversation_history"}})
+    data = session.data
+    if data is not None and "conversation_history" in data.model_fields_set:
+        history = None if data.conversation_history is None else [
+            entry.source if entry.source is not None else entry.to_json_value() for entry in data.conversation_history]
+        value["data"] = {"conversationHistory": history, **value["data"]}
     if "schemaVersion" not in value:
         return {"schemaVersion": DEFAULT_VERSION, **value}
     return value
@@ -172,6 +187,8 @@ def looks_like(document: Any) -> bool:
 def _non_durable_kinds(session: Session) -> list[tuple[str, str]]:
     found = []
     for entry_index, entry in enumerate(session.entries):
+        if entry.source is not None:
+            continue  # read from durable state: written back as read
         base = ["data", "conversationHistory", entry_index]
         kind = getattr(entry, "kind", None)
         if kind not in ENTRY_KINDS and "$type" not in entry.extra:

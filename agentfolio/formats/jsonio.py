@@ -7,9 +7,11 @@ column), nesting past orjson's 1,024 levels, or a file above the size limit.
 
 from __future__ import annotations
 
+import gc
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
@@ -54,7 +56,8 @@ def parse_json(data: bytes | str, *, source: str | None = None) -> Any:
     if not data.strip():
         raise FormatError("empty document: expected JSON", source=source)
     try:
-        return orjson.loads(data)
+        with gc_paused():
+            return orjson.loads(data)
     except orjson.JSONDecodeError as error:
         raise FormatError(_describe_decode_error(data, error), source=source) from None
 
@@ -74,3 +77,20 @@ def _describe_decode_error(data: bytes, error: orjson.JSONDecodeError) -> str:
         column = bad.start - (data.rfind(b"\n", 0, bad.start) + 1) + 1
         return f"line {line} column {column} (byte {bad.start}): not UTF-8 text (byte 0x{data[bad.start]:02x})"
     return f"line {error.lineno} column {error.colno}: malformed JSON: {reason}"
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a large document is read.
+
+    Parsing and validating allocate hundreds of thousands of containers and create no
+    reference cycles, yet each allocation burst triggers collections that walk the
+    whole heap: on a 6 MB history they cost about as much as the parse itself.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -15,9 +15,21 @@ snake_case attribute names.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from types import MappingProxyType
+from typing import Annotated, Any, ClassVar, Mapping, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Strict
+
+T = TypeVar("T")
+
+# An ordered sequence of records: JSON arrays become tuples (so a read record cannot be
+# changed behind its back); the items themselves are still read strictly.
+Seq = Annotated[tuple[T, ...], Strict(False)]
+
+# A JSON value kept by reference, exactly as read (tool arguments, results, schemas,
+# unknown properties): never copied, never coerced.  Editing it in place edits the
+# document it came from, and what is written back, alike.
+JsonValue = Any
 
 
 class Record(BaseModel):
@@ -30,6 +42,9 @@ class Record(BaseModel):
 
     model_config = ConfigDict(
         extra="allow",
+        # Immutable: a record read from a document is that document, so writing it back
+        # may reuse what was read (see durable_state.write).  Change with model_copy.
+        frozen=True,
         strict=True,
         serialize_by_alias=True,
         validate_by_alias=True,
@@ -61,11 +76,23 @@ class Record(BaseModel):
     # (a Python call per record, several times slower) and accept attribute names.
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
+    def __eq__(self, other: object) -> bool:
+        # Equal when they write the same JSON: same kind, same properties given (a null
+        # is not an absence), same unknowns.  What a record remembers privately (the
+        # source it was read from) is not part of its value.
+        if not isinstance(other, Record):
+            return NotImplemented
+        return (type(self) is type(other) and self.__dict__ == other.__dict__
+                and self.__pydantic_fields_set__ == other.__pydantic_fields_set__
+                and self.__pydantic_extra__ == other.__pydantic_extra__)
+
+    __hash__ = None  # type: ignore[assignment]  # JSON values inside are unhashable
+
     @property
-    def extra(self) -> dict[str, Any]:
-        """Properties the record does not model, in the order they were read."""
-        return self.__pydantic_extra__ if self.__pydantic_extra__ is not None else {}
+    def extra(self) -> Mapping[str, Any]:
+        """Properties the record does not model, in the order they were read (read-only)."""
+        return MappingProxyType(self.__pydantic_extra__ if self.__pydantic_extra__ is not None else {})
 
     def to_json_value(self) -> dict[str, Any]:
         """The record as plain JSON values, with only the properties that were given."""
-        return self.model_dump(by_alias=True, exclude_unset=True, mode="python")
+        return self.model_dump(by_alias=True, exclude_unset=True, mode="json")

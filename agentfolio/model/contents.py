@@ -15,10 +15,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field
 
-from agentfolio.model.base import Record
-
-# A JSON value kept exactly as read (results, argument strings, error details...).
-JsonValue = Any
+from agentfolio.model.base import JsonValue, Record, Seq
 
 
 class Usage(Record):
@@ -88,7 +85,7 @@ class FunctionCallContent(_Content):
     call_id: str | None = Field(default=None, alias="callId")
     name: str | None = None
     # An object in 1.x; 2.0 also allows the model's raw argument string.
-    arguments: dict[str, JsonValue] | str | None = None
+    arguments: JsonValue = None
 
 
 class FunctionResultContent(_Content):
@@ -138,7 +135,7 @@ class MemoryContent(_Content):
 
     kind: Literal["memory"] = Field(default="memory", alias="$type")
     description: str | None = None
-    items: list[MemoryItem]
+    items: Seq[MemoryItem]
 
 
 class SkillItem(Record):
@@ -151,7 +148,7 @@ class SkillsContent(_Content):
 
     kind: Literal["skills"] = Field(default="skills", alias="$type")
     description: str | None = None
-    items: list[SkillItem]
+    items: Seq[SkillItem]
 
 
 class ToolDescription(Record):
@@ -159,14 +156,14 @@ class ToolDescription(Record):
     description: str
     parameters: str | None = None
     # JSON Schema of the parameters, when the source had one.
-    json_schema: dict[str, JsonValue] | None = Field(default=None, alias="schema")
+    json_schema: JsonValue = Field(default=None, alias="schema")
 
 
 class ToolCatalogContent(_Content):
     """The tools the model was offered (envelope ``tool_overview``)."""
 
     kind: Literal["toolCatalog"] = Field(default="toolCatalog", alias="$type")
-    items: list[ToolDescription]
+    items: Seq[ToolDescription]
 
 
 class DocumentContent(_Content):
@@ -194,7 +191,7 @@ class PartContent(_Content):
     content: str | None = None
     encoding: str | None = None
     url: str | None = None
-    metadata: dict[str, JsonValue] | None = None
+    metadata: JsonValue = None
 
 
 class OpaqueContent(Record):

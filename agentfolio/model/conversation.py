@@ -9,12 +9,12 @@ them with :func:`agentfolio.model.times.parse_time` where a datetime is needed.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Iterator, Literal, Union
+from typing import Annotated, Any, Iterator, Literal, Mapping, Union
 
 from pydantic import Field
 
-from agentfolio.model.base import Record
-from agentfolio.model.contents import Content, JsonValue, Usage
+from agentfolio.model.base import JsonValue, Record, Seq
+from agentfolio.model.contents import Content, Usage
 
 
 class Message(Record):
@@ -23,26 +23,50 @@ class Message(Record):
     role: str | None = None
     author_name: str | None = Field(default=None, alias="authorName")
     created_at: str | None = Field(default=None, alias="createdAt")
-    contents: list[Content] | None = None
+    contents: Seq[Content] | None = None
     message_id: str | None = Field(default=None, alias="messageId")
     extension_data: JsonValue = Field(default=None, alias="extensionData")
 
     @property
-    def items(self) -> list[Content]:
-        return self.contents or []
+    def items(self) -> tuple[Content, ...]:
+        return self.contents or ()
 
 
-class _Entry(Record):
+class _SourceKept(Record):
+    """An entry read from a document remembers the JSON it was read from.
+
+    Records are immutable and their JSON values are the document's own objects, so that
+    JSON stays exactly what the entry would write: writers reuse it instead of
+    serializing the entry again (a long history writes back at orjson speed).  A copy
+    with changes forgets it.
+    """
+
+    @property
+    def source(self) -> dict[str, Any] | None:
+        private = self.__pydantic_private__
+        return private.get("source") if private else None
+
+    def remember_source(self, source: dict[str, Any]) -> None:
+        object.__setattr__(self, "__pydantic_private__", {"source": source})
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Any:
+        copied = super().model_copy(update=update, deep=deep)
+        if update or deep:
+            object.__setattr__(copied, "__pydantic_private__", None)
+        return copied
+
+
+class _Entry(_SourceKept):
     # Declared first so ``$type`` is written first (see contents._Content).
     kind: str = Field(alias="$type")
     correlation_id: str | None = Field(default=None, alias="correlationId")
     created_at: str | None = Field(default=None, alias="createdAt")
-    messages: list[Message] | None = None
+    messages: Seq[Message] | None = None
 
 
     @property
-    def items(self) -> list[Message]:
-        return self.messages or []
+    def items(self) -> tuple[Message, ...]:
+        return self.messages or ()
 
 
 class RequestEntry(_Entry):
@@ -74,7 +98,7 @@ class CompactionEntry(_Entry):
     kind: Literal["compaction"] = Field(default="compaction", alias="$type")
 
 
-class OpaqueEntry(Record):
+class OpaqueEntry(_SourceKept):
     """An entry of a kind this version does not know: every property kept in ``extra``."""
 
     @property
@@ -83,8 +107,8 @@ class OpaqueEntry(Record):
         return tag if isinstance(tag, str) else "?"
 
     @property
-    def items(self) -> list[Message]:
-        return []
+    def items(self) -> tuple[Message, ...]:
+        return ()
 
 
 KNOWN_ENTRIES = (RequestEntry, ResponseEntry, ErrorResponseEntry, CompactionEntry)
@@ -98,7 +122,7 @@ Entry = Annotated[
 
 
 class SessionData(Record):
-    conversation_history: list[Entry] | None = Field(default=None, alias="conversationHistory")
+    conversation_history: Seq[Entry] | None = Field(default=None, alias="conversationHistory")
 
 
 class Session(Record):
@@ -113,9 +137,9 @@ class Session(Record):
     data: SessionData | None = None
 
     @property
-    def entries(self) -> list[Entry]:
+    def entries(self) -> tuple[Entry, ...]:
         if self.data is None or self.data.conversation_history is None:
-            return []
+            return ()
         return self.data.conversation_history
 
     def messages(self) -> Iterator[tuple[Entry, Message]]:

@@ -196,3 +196,33 @@ def test_ill_fitting_entry_is_kept_whole_and_unreadable_structure_is_refused_wit
     with pytest.raises(FormatError) as raised:
         durable_state.read(broken, strict=False, source="s.json")
     assert str(raised.value).startswith("s.json: /data/conversationHistory: cannot read")
+
+
+def test_in_place_edits_of_json_values_are_written_back(sample_path: Path) -> None:
+    document = load_json_file(sample_path)
+    session = durable_state.read(document).session
+    call = session.entries[1].messages[0].contents[0]
+    call.arguments["productName"] = "Silverbrew Tea"  # JSON values are the document's own
+    written = durable_state.write(session)
+    assert written["data"]["conversationHistory"][1]["messages"][0]["contents"][0]["arguments"] == {
+        "productName": "Silverbrew Tea"}
+
+
+def test_changed_copies_do_not_reuse_the_source_they_came_from(sample_path: Path) -> None:
+    document = load_json_file(sample_path)
+    session = durable_state.read(document).session
+    first = session.entries[0]
+    changed = first.model_copy(update={"correlation_id": "changed", "messages": (
+        Message(role="user", contents=[TextContent(text="new words")]),)})
+    assert changed.source is None and first.source is document["data"]["conversationHistory"][0]
+    appended = RequestEntry(correlation_id="c9", messages=[Message(role="user", contents=[TextContent(text="more")])])
+    history = (changed, *session.entries[1:], appended)
+    updated = session.model_copy(update={"data": session.data.model_copy(update={"conversation_history": history})})
+    written = durable_state.write(updated)["data"]["conversationHistory"]
+    assert written[0] == {"$type": "request", "correlationId": "changed", "createdAt": "2025-11-04T19:33:05.245476+00:00",
+                          "messages": [{"role": "user", "contents": [{"$type": "text", "text": "new words"}]}],
+                          "responseType": "text"}
+    assert written[1:4] == document["data"]["conversationHistory"][1:4]
+    assert written[4] == {"$type": "request", "correlationId": "c9",
+                          "messages": [{"role": "user", "contents": [{"$type": "text", "text": "more"}]}]}
+    assert durable_state.read(durable_state.write(updated), strict=True).problems == []

@@ -1,0 +1,168 @@
+"""One error envelope for the whole service: ``{"status": "error", "code": ..., "message": ...}``.
+
+Success answers are ``{"status": "success", "details": ...}`` (a stored document is
+answered as itself).  Codes: bad_request, bad_authtoken, not_authenticated,
+not_permitted, not_found, invalid_value, required_value, idempotency_key_already_used,
+plus version_conflict (412: a stale If-Match), already_exists (409) and
+payload_too_large (413).  A validation failure may add ``pointer`` (RFC 6901, into the
+posted document) and ``problems`` (every violation found).
+
+Nothing reaches a client as a traceback or a bare 500 page: unknown failures are
+``internal_error`` in the same envelope.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal, Sequence
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import Response
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from agentfolio.formats.errors import FormatError, Problem
+from agentfolio.store.errors import StoreError, VersionConflict
+
+log = logging.getLogger("agentfolio.api")
+
+STORE_STATUS = {"not_found": 404, "already_exists": 409, "invalid_value": 400, "version_conflict": 412,
+                "bad_request": 400}
+HTTP_CODES = {400: "bad_request", 401: "not_authenticated", 403: "not_permitted", 404: "not_found",
+              405: "bad_request", 406: "bad_request", 409: "already_exists", 411: "required_value",
+              412: "version_conflict", 413: "payload_too_large", 415: "bad_request", 428: "required_value"}
+
+
+class ProblemModel(BaseModel):
+    pointer: str
+    message: str
+
+
+class ErrorEnvelope(BaseModel):
+    status: Literal["error"] = "error"
+    code: str
+    message: str
+    pointer: str | None = None
+    problems: list[ProblemModel] | None = None
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, *, pointer: str | None = None,
+                 problems: Sequence[Problem] = (), headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.pointer = pointer
+        self.problems = tuple(problems)
+        self.headers = headers
+
+
+def json_response(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(value), status_code=status, media_type="application/json", headers=headers)
+
+
+def success(details: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return json_response({"status": "success", "details": details}, status, headers)
+
+
+def error_response(status: int, code: str, message: str, *, pointer: str | None = None,
+                   problems: Sequence[Problem] = (), headers: dict[str, str] | None = None) -> Response:
+    body: dict[str, Any] = {"status": "error", "code": code, "message": message}
+    if pointer is not None:
+        body["pointer"] = pointer
+    if problems:
+        body["problems"] = [problem.to_json() for problem in problems[:100]]
+    return json_response(body, status, headers)
+
+
+def from_store_error(error: StoreError) -> ApiError:
+    headers = {"ETag": f'"{error.current}"'} if isinstance(error, VersionConflict) else None
+    return ApiError(STORE_STATUS.get(error.code, 400), error.code, error.message,
+                    pointer=getattr(error, "pointer", None), problems=getattr(error, "problems", ()),
+                    headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, error: ApiError) -> Response:
+        return error_response(error.status, error.code, error.message, pointer=error.pointer,
+                              problems=error.problems, headers=error.headers)
+
+    @app.exception_handler(StoreError)
+    async def _store_error(request: Request, error: StoreError) -> Response:
+        return await _api_error(request, from_store_error(error))
+
+    @app.exception_handler(FormatError)
+    async def _format_error(_: Request, error: FormatError) -> Response:
+        return error_response(400, "invalid_value", error.message, pointer=error.pointer, problems=error.problems)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_: Request, error: RequestValidationError) -> Response:
+        errors = error.errors()
+        first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
+        where = ".".join(str(step) for step in first.get("loc", ()))
+        code = "required_value" if first.get("type") == "missing" else "invalid_value"
+        return error_response(400, code, f"{where}: {first.get('msg')}" if where else str(first.get("msg")))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, error: StarletteHTTPException) -> Response:
+        code = HTTP_CODES.get(error.status_code, "bad_request" if error.status_code < 500 else "internal_error")
+        message = error.detail if isinstance(error.detail, str) else str(error.detail)
+        return error_response(error.status_code, code, message, headers=getattr(error, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, error: Exception) -> Response:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return error_response(500, "internal_error", "the server failed to answer this request; it was logged")
+
+
+# -- OpenAPI: every operation documents the envelope; FastAPI's 422 becomes our 400 ------
+
+ERROR_RESPONSE = {"description": "Error", "content": {"application/json": {
+    "schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` for a route: each status answered with the error envelope."""
+    return {status: {"model": ErrorEnvelope, "description": _DESCRIPTIONS.get(status, "Error")}
+            for status in statuses}
+
+
+_DESCRIPTIONS = {400: "Bad request", 401: "Not authenticated", 403: "Not permitted", 404: "Not found",
+                 409: "Already exists", 412: "Version conflict (stale If-Match)", 413: "Body too large",
+                 428: "If-Match required"}
+
+
+def install_openapi(app: FastAPI) -> None:
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = get_openapi(title=app.title, version=app.version, description=app.description,
+                             routes=app.routes)
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components.pop("HTTPValidationError", None)
+        components.pop("ValidationError", None)
+        components.setdefault("ErrorEnvelope", ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}"))
+        components.setdefault("ProblemModel", ProblemModel.model_json_schema())
+        for defs_name, defs in list(components["ErrorEnvelope"].pop("$defs", {}).items()):
+            components.setdefault(defs_name, defs)
+        for path in schema.get("paths", {}).values():
+            for method, operation in path.items():
+                if not isinstance(operation, dict) or "responses" not in operation:
+                    continue
+                responses = operation["responses"]
+                responses.pop("422", None)
+                responses.setdefault("400", ERROR_RESPONSE)
+                if operation.get("security") is not None or schema.get("security"):
+                    responses.setdefault("401", ERROR_RESPONSE)
+                responses.setdefault("405", ERROR_RESPONSE)
+                responses.setdefault("413", ERROR_RESPONSE)
+                responses.setdefault("500", ERROR_RESPONSE)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

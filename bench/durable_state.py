@@ -1,0 +1,116 @@
+"""Benchmark: validating, reading and writing a 10,000-entry durable agent state.
+
+Everything is measured in one run, on one document of about 6 MB (requests and
+responses with tool calls, results and text, as agent turns are), and printed as
+ratios against the baselines measured beside it:
+
+* ``orjson.loads`` of the bytes, and ``orjson.dumps`` of the parsed document;
+* python ``jsonschema`` validating the same parsed document against the same schema;
+* Microsoft's ``DurableAgentState.from_dict`` (agent-framework-durabletask) on it.
+
+Ours:
+
+* validate: version check + schema check (jsonschema-rs) of the parsed document;
+* read: bytes → parsed → version check → schema check → the canonical model;
+* write: the model → durable-state bytes.  Entries read from a document write back
+  their source JSON (records are immutable, so it is still exact); a session built in
+  Python has no source and goes through pydantic's serializer: both are shown.
+
+Each figure is the best of several runs (the minimum is the least disturbed by other
+processes), each run with the cyclic garbage collector paused, baselines included: with
+several large documents alive in one process, a collection pass can cost more than the
+work measured, and it would fall on whichever row happened to trigger it.  Usage: python bench/durable_state.py [--entries N] [--repeat K]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import orjson  # noqa: E402
+
+from agentfolio.formats import durable_state  # noqa: E402
+from agentfolio.formats.schema_check import bundled_schema  # noqa: E402
+from agentfolio.model import Session  # noqa: E402
+from agentfolio.samples import synthetic_durable_state  # noqa: E402
+
+
+def best_of(repeat: int, action: Callable[[], Any]) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            action()
+            best = min(best, time.perf_counter() - start)
+        finally:
+            gc.enable()
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+
+    document = synthetic_durable_state(args.entries)
+    raw = orjson.dumps(document)
+    schema_file = durable_state.parse_version(document).schema_file
+    print(f"document: {args.entries:,} entries, {len(raw) / 1e6:.1f} MB, schemaVersion {document['schemaVersion']}; "
+          f"python {platform.python_version()}, best of {args.repeat}")
+
+    loads = best_of(args.repeat, lambda: orjson.loads(raw))
+    dumps = best_of(args.repeat, lambda: orjson.dumps(document))
+
+    validate = best_of(args.repeat, lambda: durable_state.validate(document))
+    assert durable_state.validate(document)[1] == []
+    read = best_of(args.repeat, lambda: durable_state.read_bytes(raw, strict=True))
+    session = durable_state.read_bytes(raw, strict=True).session
+    write = best_of(args.repeat, lambda: durable_state.dumps(session, indent=False))
+    assert orjson.loads(durable_state.dumps(session, indent=False)) == document
+    built = Session.model_validate(document)  # the same session with no sources: pydantic's serializer
+    write_built = best_of(args.repeat, lambda: durable_state.dumps(built, indent=False))
+    assert orjson.loads(durable_state.dumps(built, indent=False)) == document
+
+    import jsonschema
+
+    python_validator = jsonschema.Draft202012Validator(bundled_schema(schema_file))
+    python_validate = best_of(1, lambda: python_validator.is_valid(document))
+
+    from agent_framework_durabletask._durable_agent_state import DurableAgentState
+
+    microsoft_read = best_of(max(1, args.repeat // 3), lambda: DurableAgentState.from_dict(document))
+    state = DurableAgentState.from_dict(document)
+    microsoft_write = best_of(max(1, args.repeat // 3), lambda: json.dumps(state.to_dict()))
+
+    rows = [
+        ("orjson.loads (baseline)", loads, loads, "1.00x loads"),
+        ("agentfolio validate", validate, loads, "target ≤ 1.5x loads"),
+        ("python jsonschema validate", python_validate, loads, ""),
+        ("agentfolio read (validated, into the model)", read, loads, "target ≤ 4x loads"),
+        ("Microsoft DurableAgentState.from_dict", microsoft_read, loads, ""),
+        ("orjson.dumps (baseline)", dumps, dumps, "1.00x dumps"),
+        ("agentfolio write (session read from bytes)", write, dumps, "target ≤ 3x dumps"),
+        ("agentfolio write (session built in Python)", write_built, dumps, ""),
+        ("Microsoft to_dict + json.dumps", microsoft_write, dumps, ""),
+    ]
+    width = max(len(name) for name, *_ in rows)
+    for name, seconds, base, note in rows:
+        unit = "loads" if base is loads else "dumps"
+        print(f"{name:<{width}}  {seconds * 1000:9.1f} ms  {seconds / base:7.2f}x {unit}  {note}")
+    print(f"read is {microsoft_read / read:.1f}x faster than Microsoft's from_dict (target ≥ 5x); "
+          f"python jsonschema takes {python_validate / validate:.0f}x our validate")
+
+
+if __name__ == "__main__":
+    main()
