@@ -144,6 +144,16 @@ def convert(
         output.write_bytes(data)
 
 
+# Store and service commands (agentfolio/api/commands.py).
+from agentfolio.api import commands as _store_commands  # noqa: E402
+
+app.command("serve")(_store_commands.serve_command)
+app.command("import")(_store_commands.import_command)
+app.command("export")(_store_commands.export_command)
+app.add_typer(_store_commands.sessions_app, name="sessions")
+app.add_typer(_store_commands.token_app, name="token")
+
+
 def main() -> None:
     try:
         app()

@@ -1,0 +1,32 @@
+"""Bearer-token authentication: every route that depends on :func:`current_account` sees
+only its own account's data.  Tokens come from ``agentfolio token create --account NAME``."""
+
+from __future__ import annotations
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from agentfolio.api.errors import ApiError
+from agentfolio.store import Account, Store
+
+bearer = HTTPBearer(auto_error=False, scheme_name="bearerAuth",
+                    description="A token from `agentfolio token create --account NAME`.")
+
+
+def get_store(request: Request) -> Store:
+    return request.app.state.store
+
+
+def current_account(request: Request,
+                    credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Account:
+    if credentials is None:
+        if request.headers.get("authorization"):
+            raise ApiError(401, "bad_authtoken", "the Authorization header must be 'Bearer <token>'",
+                           headers={"WWW-Authenticate": "Bearer"})
+        raise ApiError(401, "not_authenticated", "this request needs 'Authorization: Bearer <token>'",
+                       headers={"WWW-Authenticate": "Bearer"})
+    account = get_store(request).accounts.authenticate(credentials.credentials)
+    if account is None:
+        raise ApiError(401, "bad_authtoken", "the bearer token is not valid (unknown or revoked)",
+                       headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
+    return account
