@@ -100,3 +100,303 @@ def format_usage(usage: Usage) -> str:
         if value is not None:
             parts.append(f"{label} {value:,}")
     return "tokens: " + " · ".join(parts) if parts else "tokens: not reported"
+
+
+# -- Segments: how each kind of content is presented ---------------------------------
+#
+# Named after the Prompt Envelope segment kinds, since that format is the one that says
+# how each kind should look.  Every renderer asks these instead of deciding itself.
+
+#: Text longer than this is folded, showing its character count (envelope ``long_text``).
+LONG_TEXT_CHARS = 2000
+#: What a folded segment's one-line summary may run to.
+SUMMARY_CHARS = 120
+
+#: Segment kinds folded unless the record says otherwise (envelope ``collapsed``).
+FOLDED_KINDS = frozenset({"system_prompt", "memory", "skills", "tool_overview", "long_text", "reasoning"})
+
+
+def segment_kind(content: object) -> str:
+    """The envelope segment kind a canonical content is shown as.
+
+    ``text``, ``system_prompt``, ``long_text``, ``static_var``, ``memory``, ``skills``,
+    ``tool_overview``, ``tool_call_request``, ``tool_call_result``, ``document``,
+    ``media``, plus what envelopes lack: ``reasoning``, ``error``, ``usage``,
+    ``hosted``, ``part`` and ``raw`` (a kind we do not know, shown as its JSON).
+    """
+    from agentfolio.model import (DataContent, DocumentContent, ErrorContent, HostedFileContent,
+                                  HostedVectorStoreContent, MemoryContent, PartContent, ReasoningContent,
+                                  SkillsContent, TemplateVariableContent, TextContent, ToolCatalogContent,
+                                  UriContent)
+
+    if isinstance(content, TextContent):
+        style = content.presentation.style if content.presentation else None
+        if style in ("system_prompt", "long_text"):
+            return style
+        return "long_text" if len(content.text or "") > LONG_TEXT_CHARS else "text"
+    simple = {ReasoningContent: "reasoning", FunctionCallContent: "tool_call_request",
+              FunctionResultContent: "tool_call_result", TemplateVariableContent: "static_var",
+              MemoryContent: "memory", SkillsContent: "skills", ToolCatalogContent: "tool_overview",
+              DocumentContent: "document", ErrorContent: "error", UsageContent: "usage",
+              HostedFileContent: "hosted", HostedVectorStoreContent: "hosted"}
+    kind = simple.get(type(content))
+    if kind is not None:
+        return kind
+    if isinstance(content, (DataContent, UriContent)):
+        return "media" if media_class(content.media_type, content.uri) else "file"
+    if isinstance(content, PartContent):
+        return "media" if media_class(content.content_type, content.url) else "part"
+    return "raw"
+
+
+def is_folded(content: object, kind: str | None = None) -> bool:
+    """Whether a segment starts folded: what the record asked for, else the kind's default."""
+    presentation = getattr(content, "presentation", None)
+    if presentation is not None and presentation.collapsed is not None:
+        return presentation.collapsed
+    return (kind or segment_kind(content)) in FOLDED_KINDS
+
+
+def one_line(text: str | None, limit: int = SUMMARY_CHARS) -> str:
+    """The first non-blank line of a text, cut to ``limit`` characters."""
+    line = next((part.strip() for part in (text or "").splitlines() if part.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def segment_summary(content: object, kind: str | None = None) -> str:
+    """The one line shown for a segment while it is folded."""
+    kind = kind or segment_kind(content)
+    items = getattr(content, "items", None)
+    if kind == "system_prompt":
+        return f"system prompt · {len(content.text or ''):,} chars · {one_line(content.text, 80)}"  # type: ignore[attr-defined]
+    if kind == "long_text":
+        return f"{len(content.text or ''):,} chars · {one_line(content.text, 80)}"  # type: ignore[attr-defined]
+    if kind == "reasoning":
+        return f"reasoning · {len(content.text or ''):,} chars"  # type: ignore[attr-defined]
+    if kind == "memory":
+        return f"memory · {_count(items, 'item')}: " + ", ".join(item.title for item in items[:4])
+    if kind == "skills":
+        return f"skills · {_count(items, 'skill')}: " + ", ".join(item.name for item in items[:6])
+    if kind == "tool_overview":
+        return f"tools · {_count(items, 'tool')}: " + ", ".join(item.name for item in items[:6])
+    return kind
+
+
+def _count(items: object, noun: str) -> str:
+    number = len(items) if isinstance(items, tuple) else 0
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def call_failed(result: FunctionResultContent | None) -> bool:
+    """Whether a tool result reports a failure (shown in red).
+
+    The envelope says so with ``success: false``; durable state has no field for it, so
+    an ``exception``/``error`` property, or a result object with ``error``/``isError``,
+    counts as one too.
+    """
+    if result is None:
+        return False
+    extra = result.extra
+    if extra.get("success") is False or extra.get("exception") or extra.get("error"):
+        return True
+    value = result.result
+    return isinstance(value, dict) and bool(value.get("isError") or value.get("is_error")
+                                           or (value.get("error") and len(value) <= 3))
+
+
+# -- Media: images, audio and video wherever they sit -----------------------------------
+
+MEDIA_CLASSES = ("image", "audio", "video")
+_EXTENSIONS = {"png": "image", "jpg": "image", "jpeg": "image", "gif": "image", "webp": "image",
+               "svg": "image", "bmp": "image", "avif": "image", "mp3": "audio", "wav": "audio", "ogg": "audio",
+               "oga": "audio", "m4a": "audio", "flac": "audio", "mp4": "video", "webm": "video",
+               "mov": "video", "ogv": "video"}
+
+
+def media_class(media_type: str | None, uri: str | None = None) -> str | None:
+    """``image``, ``audio``, ``video`` or None, from a media type or else the URI."""
+    if media_type:
+        major = media_type.split("/", 1)[0].strip().lower()
+        if major in MEDIA_CLASSES:
+            return major
+    if uri:
+        if uri.startswith("data:"):
+            return media_class(uri[5:].split(";", 1)[0].split(",", 1)[0] or None)
+        path = uri.split("?", 1)[0].split("#", 1)[0]
+        extension = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+        return _EXTENSIONS.get(extension)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Media:
+    """An image, audio or video clip found in a record, ready to show inline."""
+
+    media: str  # image | audio | video
+    src: str
+    media_type: str | None = None
+    alt: str | None = None
+
+
+#: URI schemes a viewer may load media from: nothing that runs code.
+SAFE_MEDIA_SCHEMES = ("https:", "http:", "data:")
+
+
+def safe_media_src(src: str | None) -> str | None:
+    """``src`` if it is a URL a browser may load as media (http(s) or a media ``data:``)."""
+    if not isinstance(src, str):
+        return None
+    lowered = src.strip().lower()
+    if lowered.startswith("data:"):
+        kind = lowered[5:].split(";", 1)[0].split(",", 1)[0]
+        return src.strip() if kind.split("/", 1)[0] in MEDIA_CLASSES and kind != "image/svg+xml" else None
+    return src.strip() if lowered.startswith(("https:", "http:")) else None
+
+
+def find_media(value: object, *, limit: int = 20, depth: int = 12) -> list[Media]:
+    """Media carried by any JSON value, whatever its shape.
+
+    Knows the shapes producers use: ``data:`` URIs and media URLs in strings; objects with
+    ``image_url`` (OpenAI), ``source: {type: base64, media_type, data}`` (Anthropic),
+    ``inlineData``/``inline_data: {mimeType, data}`` (Gemini), ``{type: image, data,
+    mimeType}`` (MCP), and any object with a media ``mediaType``/``mimeType`` beside a
+    ``uri``/``url``/``data``.
+    """
+    found: list[Media] = []
+    seen: set[str] = set()
+
+    def add(media: Media | None) -> None:
+        if media is not None and media.src not in seen and len(found) < limit:
+            seen.add(media.src)
+            found.append(media)
+
+    def walk(node: object, level: int) -> None:
+        if len(found) >= limit or level > depth:
+            return
+        if isinstance(node, str):
+            add(_media_from_string(node))
+        elif isinstance(node, dict):
+            media = _media_from_object(node)
+            if media is not None:
+                add(media)
+                return
+            for child in node.values():
+                walk(child, level + 1)
+        elif isinstance(node, (list, tuple)):
+            for child in node:
+                walk(child, level + 1)
+
+    walk(value, 0)
+    return found
+
+
+def _media_from_string(text: str) -> Media | None:
+    if len(text) < 12 or not text.lstrip()[:5].lower() in ("data:", "http:", "https"):
+        return None
+    candidate = text.strip()
+    if " " in candidate or "\n" in candidate:
+        return None
+    kind = media_class(None, candidate)
+    src = safe_media_src(candidate)
+    if kind is None or src is None:
+        return None
+    return Media(kind, src, None)
+
+
+def _media_from_object(node: dict) -> Media | None:
+    alt = next((node[key] for key in ("alt", "altText", "alt_text", "caption", "name", "title")
+                if isinstance(node.get(key), str)), None)
+    image_url = node.get("image_url")
+    if isinstance(image_url, dict):
+        image_url = image_url.get("url")
+    if isinstance(image_url, str):
+        src = safe_media_src(image_url)
+        return Media("image", src, None, alt) if src else None
+    for inline_key in ("inlineData", "inline_data", "source"):
+        inline = node.get(inline_key)
+        if isinstance(inline, dict) and isinstance(inline.get("data"), str):
+            media_type = inline.get("mimeType") or inline.get("mime_type") or inline.get("media_type")
+            kind = media_class(media_type if isinstance(media_type, str) else None)
+            if kind:
+                src = safe_media_src(f"data:{media_type};base64,{inline['data']}")
+                return Media(kind, src, media_type, alt) if src else None
+        if isinstance(inline, dict) and isinstance(inline.get("url"), str):
+            kind = media_class(inline.get("media_type"), inline["url"]) or (
+                "image" if node.get("type") == "image" else None)
+            src = safe_media_src(inline["url"])
+            return Media(kind, src, None, alt) if kind and src else None
+    media_type = next((node[key] for key in ("mediaType", "mimeType", "mime_type", "media_type", "contentType",
+                                             "content_type") if isinstance(node.get(key), str)), None)
+    declared = node.get("type") if node.get("type") in MEDIA_CLASSES else None
+    kind = media_class(media_type) or declared
+    if kind is None:
+        return None
+    for key in ("uri", "url", "src", "content_url"):
+        if isinstance(node.get(key), str):
+            src = safe_media_src(node[key])
+            if src:
+                return Media(kind, src, media_type, alt)
+    data = node.get("data") if isinstance(node.get("data"), str) else None
+    if data is None and node.get("content_encoding") == "base64" and isinstance(node.get("content"), str):
+        data = node["content"]
+    if data is not None and media_type:
+        src = safe_media_src(data if data.startswith("data:") else f"data:{media_type};base64,{data}")
+        return Media(kind, src, media_type, alt) if src else None
+    return None
+
+
+def content_media(content: object) -> Media | None:
+    """The media a ``media`` segment shows (data, uri or part content)."""
+    from agentfolio.model import DataContent, PartContent, UriContent
+
+    alt = None
+    extra = getattr(content, "extra", {}) or {}
+    for key in ("altText", "alt", "name", "title"):
+        if isinstance(extra.get(key), str):
+            alt = extra[key]
+            break
+    if isinstance(content, (DataContent, UriContent)):
+        kind = media_class(content.media_type, content.uri)
+        src = safe_media_src(content.uri)
+        return Media(kind, src, content.media_type, alt) if kind and src else None
+    if isinstance(content, PartContent):
+        kind = media_class(content.content_type, content.url)
+        if content.url:
+            src = safe_media_src(content.url)
+        elif content.content is not None and content.encoding == "base64" and content.content_type:
+            src = safe_media_src(f"data:{content.content_type};base64,{content.content}")
+        else:
+            src = None
+        return Media(kind, src, content.content_type, alt or content.name) if kind and src else None
+    return None
+
+
+# -- The tools a model had ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    name: str
+    description: str | None = None
+    parameters: str | None = None
+    calls: int = 0
+    offered: bool = False
+
+
+def tools_of(session: Session) -> list[ToolInfo]:
+    """Tools the model was offered (tool catalogs), then any it called without an offer."""
+    from agentfolio.model import ToolCatalogContent
+
+    offered: dict[str, ToolInfo] = {}
+    calls: dict[str, int] = {}
+    for _, message in session.messages():
+        for content in message.items:
+            if isinstance(content, ToolCatalogContent):
+                for item in content.items:
+                    offered.setdefault(item.name, ToolInfo(item.name, item.description, item.parameters,
+                                                           offered=True))
+            elif isinstance(content, FunctionCallContent) and content.name:
+                calls[content.name] = calls.get(content.name, 0) + 1
+    tools = [ToolInfo(t.name, t.description, t.parameters, calls.get(t.name, 0), True) for t in offered.values()]
+    tools.extend(ToolInfo(name, calls=count) for name, count in calls.items() if name not in offered)
+    return tools
