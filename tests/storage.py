@@ -1,0 +1,167 @@
+"""Fixtures for the store and service tests: each test gets its own database on every backend.
+
+SQLite: a fresh file.  PostgreSQL: a fresh schema in the test database (dropped after),
+from ``AGENTFOLIO_TEST_POSTGRES_URL`` or, when unset, ``scripts/ensure-postgres.sh``.
+Without a server the PostgreSQL tests skip, unless ``CI`` is set: then they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from contextlib import closing
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+
+from agentfolio.settings import Settings
+from agentfolio.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def _find_postgres() -> tuple[str | None, str]:
+    url = os.environ.get("AGENTFOLIO_TEST_POSTGRES_URL")
+    if url:
+        return url, ""
+    script = ROOT / "scripts" / "ensure-postgres.sh"
+    try:
+        done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return None, str(error)
+    if done.returncode == 0 and done.stdout.strip():
+        return done.stdout.strip().splitlines()[-1], ""
+    return None, (done.stderr.strip() or f"exit {done.returncode}").splitlines()[-1]
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    url, why = _find_postgres()
+    if url is None:
+        message = ("PostgreSQL tests need a server: set AGENTFOLIO_TEST_POSTGRES_URL or run "
+                   f"scripts/ensure-postgres.sh as root ({why})")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return url
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'agentfolio.sqlite3'}"
+        return
+    base = request.getfixturevalue("postgres_url")
+    import sqlalchemy as sa
+
+    schema = "t_" + secrets.token_hex(6)
+    admin = sa.create_engine(base)
+    with admin.begin() as connection:
+        connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
+    separator = "&" if "?" in base else "?"
+    try:
+        yield f"{base}{separator}options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as connection:
+            connection.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+        admin.dispose()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str) -> Settings:
+    return Settings(data_dir=tmp_path / "data", database_url=database_url)
+
+
+@pytest.fixture
+def store(settings: Settings) -> Iterator[Store]:
+    opened = Store.open(settings)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def free_port() -> int:
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """A local S3 (moto's server mode) on loopback; yields its endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AGENTFOLIO_")}
+    env["AGENTFOLIO_DATA_DIR"] = str(settings.data_dir)
+    env["AGENTFOLIO_DATABASE_URL"] = settings.effective_database_url
+    env["AGENTFOLIO_SESSION_TTL"] = str(settings.session_ttl)
+    env["AGENTFOLIO_MAX_BODY_BYTES"] = str(settings.max_body_bytes)
+    env["AGENTFOLIO_MAX_JSON_DEPTH"] = str(settings.max_json_depth)
+    env["AGENTFOLIO_BLOB_THRESHOLD"] = str(settings.blob_threshold)
+    if settings.blob_url:
+        env["AGENTFOLIO_BLOB_URL"] = settings.blob_url
+    if settings.s3_endpoint_url:
+        env["AGENTFOLIO_S3_ENDPOINT_URL"] = settings.s3_endpoint_url
+    return env
+
+
+class LiveServer:
+    """``uvicorn --factory agentfolio.api.app:app_from_env`` in its own process, on loopback."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--factory", "agentfolio.api.app:app_from_env", "--host", "127.0.0.1",
+             "--port", str(self.port), "--log-level", "warning"],
+            env=settings_env(settings), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited: {self.process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+            try:
+                httpx.get(self.url + "/openapi.json", timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("server did not start within 30 s")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture
+def live(settings: Settings, store: Store) -> Iterator[LiveServer]:
+    server = LiveServer(settings)
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,239 @@
+"""The session store on SQLite and PostgreSQL: exact round trips, versions, search, expiry."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+import sqlalchemy as sa
+
+from agentfolio.store import AlreadyExists, InvalidInput, NotFound, Store, VersionConflict
+from agentfolio.store.tables import sessions as sessions_table
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = sorted((ROOT / "tests" / "fixtures" / "durable_state").glob("*.json")) + [
+    ROOT / "agentfolio" / "samples" / "durable-agent-state.sample.json"]
+
+
+def request_entry(text: str, created: str = "2025-11-04T19:33:05.245476+00:00") -> dict:
+    return {"$type": "request", "correlationId": "c1", "createdAt": created,
+            "messages": [{"role": "user", "contents": [{"$type": "text", "text": text}]}]}
+
+
+def response_entry(text: str, created: str = "2025-11-04T19:33:10.47008+00:00") -> dict:
+    return {"$type": "response", "correlationId": "c1", "createdAt": created,
+            "usage": {"inputTokenCount": 5, "outputTokenCount": 7, "totalTokenCount": 12},
+            "messages": [{"role": "assistant", "authorName": "Bot", "contents": [{"$type": "text", "text": text}]}]}
+
+
+def state(*entries: dict, version: str = "1.1.0") -> dict:
+    return {"schemaVersion": version, "data": {"conversationHistory": list(entries)}}
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_round_trip_is_exact(store: Store, path: Path) -> None:
+    document = orjson.loads(path.read_bytes())
+    account = store.accounts.ensure("alice")
+    created = store.sessions.create(account, document, strict=False)
+    _, data = store.sessions.get_bytes(account, created.session.id)
+    assert data == orjson.dumps(document)
+    assert created.session.entry_count == len(document["data"].get("conversationHistory") or [])
+
+
+def test_unknown_properties_and_contents_are_kept(store: Store) -> None:
+    document = {
+        "zRootFirst": {"kept": True},
+        "schemaVersion": "1.7.0",
+        "data": {"before": 1, "conversationHistory": [
+            {**request_entry("hi"), "futureEntryProperty": [1, 2.5, None]},
+            {"$type": "futureEntryKind", "whatever": {"deep": ["x"]}},
+            {**response_entry("ok"), "messages": [{"role": "assistant", "contents": [
+                {"$type": "hologram", "frames": 3}, {"$type": "text", "text": "é ✓ \u2028", "extra": {}}]}]},
+        ], "after": {"k": "v"}},
+        "rootLast": "yes",
+    }
+    account = store.accounts.ensure("alice")
+    created = store.sessions.create(account, document, strict=False)
+    _, data = store.sessions.get_bytes(account, created.session.id)
+    assert data == orjson.dumps(document)
+    appended = store.sessions.append(account, created.session.id, {"$type": "anotherFutureKind", "n": 1},
+                                     expected_version=1, strict=False)
+    _, document_back = store.sessions.get_document(account, created.session.id)
+    assert document_back["data"]["conversationHistory"][-1] == {"$type": "anotherFutureKind", "n": 1}
+    assert list(document_back) == ["zRootFirst", "schemaVersion", "data", "rootLast"]
+    assert list(document_back["data"]) == ["before", "conversationHistory", "after"]
+    assert appended.position == 3
+
+
+@pytest.mark.parametrize("data", [None, {}, {"conversationHistory": None, "session": {"id": 1}}])
+def test_documents_without_a_history_array_take_appends(store: Store, data: dict | None) -> None:
+    document: dict = {"schemaVersion": "1.2.0"}
+    if data is not None:
+        document["data"] = data
+    account = store.accounts.ensure("alice")
+    try:
+        created = store.sessions.create(account, document, strict=False)
+    except InvalidInput:
+        pytest.skip("not a readable durable state")
+    _, data_back = store.sessions.get_bytes(account, created.session.id)
+    assert data_back == orjson.dumps(document)
+    store.sessions.append(account, created.session.id, request_entry("first"), expected_version=1)
+    _, back = store.sessions.get_document(account, created.session.id)
+    assert back["data"]["conversationHistory"] == [request_entry("first")]
+    if data and "session" in data:
+        assert back["data"]["session"] == {"id": 1}
+
+
+def test_append_versions_and_conflicts(store: Store) -> None:
+    account = store.accounts.ensure("alice")
+    created = store.sessions.create(account, state(request_entry("one")), session_id="s1", agent="bot")
+    assert created.session.version == 1
+    first = store.sessions.append(account, "s1", response_entry("two"), expected_version=1)
+    assert (first.position, first.session.version, first.session.entry_count) == (1, 2, 2)
+    with pytest.raises(VersionConflict) as conflict:
+        store.sessions.append(account, "s1", request_entry("lost?"), expected_version=1)
+    assert conflict.value.current == 2 and "version 2, not 1" in conflict.value.message
+    unconditional = store.sessions.append(account, "s1", request_entry("three"), expected_version=None)
+    assert unconditional.session.version == 3
+    _, document = store.sessions.get_document(account, "s1")
+    texts = [e["messages"][0]["contents"][0]["text"] for e in document["data"]["conversationHistory"]]
+    assert texts == ["one", "two", "three"]
+
+
+def test_append_checks_the_entry_against_the_session_schema(store: Store) -> None:
+    account = store.accounts.ensure("alice")
+    store.sessions.create(account, state(version="1.0.0"), session_id="s")
+    with pytest.raises(InvalidInput):
+        store.sessions.append(account, "s", {"$type": "request", "messages": "nope"}, expected_version=1)
+    with pytest.raises(InvalidInput):
+        store.sessions.append(account, "s", ["not", "an", "object"], expected_version=1)  # type: ignore[arg-type]
+    tolerated = store.sessions.append(account, "s", {"$type": "request", "messages": [{"role": "robot"}]},
+                                      expected_version=1, strict=False)
+    assert tolerated.problems and tolerated.session.version == 2
+
+
+def test_create_refuses_what_it_cannot_keep(store: Store) -> None:
+    account = store.accounts.ensure("alice")
+    for bad in ({"schemaVersion": "9.0.0", "data": {}}, {"data": {}}, [1, 2]):
+        with pytest.raises(InvalidInput):
+            store.sessions.create(account, bad)
+    with pytest.raises(InvalidInput):
+        store.sessions.create(account, state(), session_id="../etc")
+    store.sessions.create(account, state(), session_id="same")
+    with pytest.raises(AlreadyExists):
+        store.sessions.create(account, state(), session_id="same")
+
+
+def test_accounts_are_isolated(store: Store) -> None:
+    alice, bob = store.accounts.ensure("alice"), store.accounts.ensure("bob")
+    store.sessions.create(alice, state(request_entry("secret")), session_id="shared-id")
+    store.sessions.create(bob, state(request_entry("bob's")), session_id="shared-id")
+    assert store.sessions.get_document(bob, "shared-id")[1]["data"]["conversationHistory"][0] == request_entry("bob's")
+    assert [s.id for s in store.sessions.list(bob, text="secret")] == []
+    store.sessions.delete(bob, "shared-id")
+    assert store.sessions.get_document(alice, "shared-id")[0].entry_count == 1
+    with pytest.raises(NotFound):
+        store.sessions.append(bob, "shared-id", request_entry("x"), expected_version=None)
+
+
+def test_reset_and_delete(store: Store) -> None:
+    account = store.accounts.ensure("alice")
+    store.sessions.create(account, {**state(request_entry("a"), version="1.2.0"), "extra": 1}, session_id="s")
+    with pytest.raises(VersionConflict):
+        store.sessions.reset(account, "s", expected_version=7)
+    info = store.sessions.reset(account, "s", expected_version=1)
+    assert (info.version, info.entry_count) == (2, 0)
+    assert store.sessions.get_document(account, "s")[1] == {"schemaVersion": "1.2.0",
+                                                            "data": {"conversationHistory": []}}
+    store.sessions.append(account, "s", request_entry("again"), expected_version=2)
+    store.sessions.delete(account, "s")
+    with pytest.raises(NotFound):
+        store.sessions.get_bytes(account, "s")
+    with pytest.raises(NotFound):
+        store.sessions.delete(account, "s")
+
+
+def test_list_and_search(store: Store) -> None:
+    account = store.accounts.ensure("alice")
+    store.sessions.create(account, state(request_entry("Find the GOLDBREW coffee", "2025-01-01T10:00:00Z")),
+                          session_id="a", agent="barista")
+    store.sessions.create(account, state(request_entry("tea 100%_done", "2025-06-01T10:00:00+00:00")),
+                          session_id="b", agent="waiter")
+    store.sessions.create(account, state(), session_id="c", agent="barista")
+    assert {s.id for s in store.sessions.list(account, agent="barista")} == {"a", "c"}
+    assert [s.id for s in store.sessions.list(account, text="goldbrew")] == ["a"]
+    assert [s.id for s in store.sessions.list(account, text="100%_")] == ["b"]
+    assert [s.id for s in store.sessions.list(account, text="0%x")] == []
+    june = time.mktime((2025, 5, 1, 0, 0, 0, 0, 0, 0))
+    assert "b" in {s.id for s in store.sessions.list(account, since=june)}
+    assert "a" not in {s.id for s in store.sessions.list(account, since=june)}
+    assert {s.id for s in store.sessions.list(account, until=june)} == {"a"}
+    first_page = store.sessions.list(account, limit=2)
+    second_page = store.sessions.list(account, limit=2, offset=2)
+    assert len(first_page) == 2 and len(second_page) == 1
+    assert {s.id for s in first_page + second_page} == {"a", "b", "c"}
+
+
+def test_idle_sessions_expire(settings, tmp_path: Path) -> None:
+    with Store.open(settings.with_(session_ttl=3600)) as store:
+        account = store.accounts.ensure("alice")
+        store.sessions.create(account, state(request_entry("old")), session_id="old")
+        store.sessions.create(account, state(request_entry("new")), session_id="new")
+        with store.engine.begin() as connection:
+            connection.execute(sa.update(sessions_table).where(sessions_table.c.id == "old")
+                               .values(updated_at=time.time() - 7200))
+        # Invisible at once, before any purge...
+        with pytest.raises(NotFound):
+            store.sessions.get_bytes(account, "old")
+        assert [s.id for s in store.sessions.list(account)] == ["new"]
+        # ...its id free for a new session, and removed by expire().
+        assert store.sessions.expire(now=time.time() + 7200) == 2
+        store.sessions.create(account, state(), session_id="old")
+        assert store.sessions.expire() == 0
+
+
+def test_append_cost_does_not_grow_with_the_history(store: Store) -> None:
+    """Structural, not timed: an append runs the same statements at 10 and 2,000 entries,
+    and none of them reads or writes other entries."""
+    account = store.accounts.ensure("alice")
+    statements: list[str] = []
+
+    @sa.event.listens_for(store.engine, "before_cursor_execute")
+    def record(_conn, _cursor, statement, parameters, _context, _many):  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    shapes = []
+    for size in (10, 2000):
+        entries = [request_entry(f"m{i}") for i in range(size)]
+        store.sessions.create(account, state(*entries), session_id=f"s{size}")
+        statements.clear()
+        store.sessions.append(account, f"s{size}", response_entry("next"), expected_version=1)
+        shapes.append(list(statements))
+    assert shapes[0] == shapes[1]
+    touching_entries = [s for s in shapes[1] if "entries" in s.lower()]
+    assert len(touching_entries) == 1 and touching_entries[0].lstrip().upper().startswith("INSERT")
+
+
+def test_tokens_are_hashed_and_scoped(store: Store) -> None:
+    token, account = store.accounts.create_token("alice")
+    assert store.accounts.authenticate(token) == account
+    assert store.accounts.authenticate(token + "x") is None
+    assert store.accounts.authenticate("not-a-token") is None
+    with store.engine.connect() as connection:
+        stored = connection.exec_driver_sql("SELECT token_hash FROM tokens").scalars().all()
+    assert token not in stored and all(len(value) == 64 for value in stored)
+    assert store.accounts.revoke_token(token)
+    assert store.accounts.authenticate(token) is None
+
+
+def test_migrations_match_the_tables(store: Store) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from agentfolio.store.tables import metadata
+
+    with store.engine.connect() as connection:
+        differences = compare_metadata(MigrationContext.configure(connection), metadata)
+    assert differences == []
