@@ -262,37 +262,39 @@ class Sessions:
         if not isinstance(entry, dict):
             raise InvalidInput("an entry must be a JSON object", pointer="")
         packed = self._pack(entry)
+        values: dict[str, Any] = {
+            "version": sessions.c.version + 1, "entry_count": sessions.c.entry_count + 1, "updated_at": time.time(),
+        }
+        if packed.created_at is not None:
+            values["first_activity_at"] = sa.func.coalesce(sessions.c.first_activity_at, packed.created_at)
+            values["last_activity_at"] = sa.case(
+                (sessions.c.last_activity_at.is_(None), packed.created_at),
+                (sessions.c.last_activity_at < packed.created_at, packed.created_at),
+                else_=sessions.c.last_activity_at)
+        condition = self._visible(account, session_id)
+        if expected_version is not None:
+            condition = sa.and_(condition, sessions.c.version == expected_version)
         with write_transaction(self.engine) as connection:
-            row = connection.execute(
-                sa.select(sessions.c.pk, sessions.c.version, sessions.c.entry_count, sessions.c.schema_version,
-                          sessions.c.head, sessions.c.history_at)
-                .where(self._visible(account, session_id)).with_for_update()).first()
+            # The guarded UPDATE takes the row lock and says where the entry goes, in one
+            # round trip; anything refused below rolls it back with the transaction.
+            row = connection.execute(sa.update(sessions).where(condition).values(**values)
+                                     .returning(*_INFO_COLUMNS, sessions.c.history_at)).first()
             if row is None:
-                raise NotFound(f"no session {session_id!r}")
-            if expected_version is not None and row.version != expected_version:
-                raise VersionConflict(session_id, expected_version, row.version)
+                current = connection.execute(sa.select(sessions.c.version).where(self._visible(account, session_id))
+                                             ).scalar_one_or_none()
+                if current is None:
+                    raise NotFound(f"no session {session_id!r}")
+                raise VersionConflict(session_id, expected_version if expected_version is not None else -1, current)
             problems = check_entry(entry, row.schema_version, strict=strict)
-            values: dict[str, Any] = {
-                "version": sessions.c.version + 1, "entry_count": sessions.c.entry_count + 1,
-                "updated_at": time.time(),
-            }
-            if packed.created_at is not None:
-                values["first_activity_at"] = sa.func.coalesce(sessions.c.first_activity_at, packed.created_at)
-                values["last_activity_at"] = sa.case(
-                    (sessions.c.last_activity_at.is_(None), packed.created_at),
-                    (sessions.c.last_activity_at < packed.created_at, packed.created_at),
-                    else_=sessions.c.last_activity_at)
             if row.history_at is None:
-                values["head"], values["history_at"] = head_with_history(row.head, row.history_at)
-            updated = connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk,
-                                                                   sessions.c.version == row.version)
-                                         .values(**values))
-            if updated.rowcount != 1:  # pragma: no cover - the row is locked above
-                raise VersionConflict(session_id, row.version, row.version + 1)
+                head = connection.execute(sa.select(sessions.c.head).where(sessions.c.pk == row.pk)).scalar_one()
+                new_head, history_at = head_with_history(head, None)
+                connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk)
+                                   .values(head=new_head, history_at=history_at))
+            position = row.entry_count - 1
             self._put_blobs(account, row.pk, [packed])
-            self._insert_entries(connection, row.pk, row.entry_count, [packed])
-            info_row = connection.execute(sa.select(*_INFO_COLUMNS).where(sessions.c.pk == row.pk)).one()
-        return Appended(self._info(info_row), row.entry_count, problems)
+            self._insert_entries(connection, row.pk, position, [packed])
+        return Appended(self._info(row), position, problems)
 
     def reset(self, account: Account, session_id: str, *, expected_version: int | None = None) -> SessionInfo:
         """Empty the session: ``{"schemaVersion": ..., "data": {"conversationHistory": []}}``."""
