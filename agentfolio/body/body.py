@@ -117,9 +117,16 @@ class MessageBody(BaseModel):
     def main_text(
         self, sep: str = "", *, allow: Iterable[str] | None = None, fetch: Fetcher | None = None
     ) -> str:
-        """The unnamed ``text/*`` parts' text, joined (like ACP's ``str(message)``)."""
+        """The unnamed ``text/*`` parts' text, joined (like ACP's ``str(message)``).
+
+        Parts behind remote URLs are skipped unless ``allow`` (or ``fetch``) is given:
+        showing a message must not make us fetch whatever its author pointed at."""
+        remote_ok = bool(allow) or fetch is not None
         return sep.join(
-            p.text(allow=allow, fetch=fetch) for p in self.main if p.essence.startswith("text/")
+            p.text(allow=allow, fetch=fetch)
+            for p in self.main
+            if p.essence.startswith("text/")
+            and (p.content_url is None or remote_ok or p.content_url[:5].lower() == "data:")
         )
 
     # -- filesystem-like ------------------------------------------------------
