@@ -249,7 +249,8 @@ def sessions_ls(
         data = info.to_json()
         table.add_row(info.id, info.agent or "", str(info.entry_count), str(info.version),
                       data["lastActivityAt"] or "", data["updatedAt"])
-    stdout.print(table)
+    # Piped: full ids, no truncation; in a terminal ids stay whole and the rest shrinks.
+    (stdout if stdout.is_terminal else Console(width=1000, soft_wrap=False)).print(table)
 
 
 @sessions_app.command("expire")
@@ -347,4 +348,10 @@ def load_demo_sessions(store: "Store", account: Any) -> int:
             loaded += 1
         except (FormatError, StoreError) as error:
             stderr.print(f"skipped sample {item.name}: {error}", highlight=False)
+    from agentfolio.samples import synthetic_durable_state
+
+    for entries in (12, 400):
+        store.sessions.create(account, synthetic_durable_state(entries, seed=entries), session_id=f"synthetic-{entries}",
+                              agent="Agent")
+        loaded += 1
     return loaded
