@@ -130,3 +130,28 @@ def test_schema_is_compatible_with_itself(schema: dict) -> None:
 def test_compatibility_is_transitive_in_small_universe(a: dict, b: dict, c: dict) -> None:
     if is_compatible(a, b, universe=SMALL) and is_compatible(b, c, universe=SMALL):
         assert is_compatible(a, c, universe=SMALL)
+
+
+bodies = st.lists(
+    st.tuples(st.sampled_from(SMALL_NAMES + [None, None]), st.sampled_from(SMALL_CTS + ["A/B; q=1"])),
+    max_size=5,
+).map(lambda keys: list({(n if n is not None else object()): (n, c) for n, c in keys}.values()))
+
+
+@PROPS
+@given(schema=schemas(max_required=3), keys=bodies)
+def test_batch_and_streaming_validation_agree_with_the_definition(schema: dict, keys: list) -> None:
+    from agentfolio.body import MessageBody, PartRejected, SchemaValidationError, StreamValidator
+
+    body = MessageBody.of([{"name": n, "content_type": c} for n, c in keys])
+    expected = oracle_valid(schema, [(n, c.split(";")[0].lower()) for n, c in keys])
+    parsed = MessageBodySchema.parse(schema)
+    assert parsed.is_valid(body) == expected
+    v = StreamValidator(parsed)
+    try:
+        v.feed_all(body.parts)
+        v.close()
+        streamed = True
+    except (PartRejected, SchemaValidationError):
+        streamed = False
+    assert streamed == expected
