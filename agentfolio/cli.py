@@ -153,6 +153,11 @@ app.command("export")(_store_commands.export_command)
 app.add_typer(_store_commands.sessions_app, name="sessions")
 app.add_typer(_store_commands.token_app, name="token")
 
+# MessageBody commands (agentfolio/body/cli.py).
+from agentfolio.body.cli import body_app  # noqa: E402
+
+app.add_typer(body_app, name="body")
+
 
 def main() -> None:
     try:
