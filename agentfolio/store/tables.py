@@ -91,3 +91,6 @@ entries = sa.Table(
     # Lower-cased text of the entry's messages, for search.
     sa.Column("text", sa.Text, nullable=False),
 )
+
+# The agent registry defines its tables on the same metadata (migration 0002_registry).
+from agentfolio.store import registry_tables  # noqa: E402,F401

@@ -1,0 +1,50 @@
+"""``/api/v1/agent_spans``: create (wrapped; key inside or beside ``details``), finish
+(flat), get and list with ``include_summaries`` / ``include_risk_level`` (docs §4.4)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+
+from agentfolio.api.errors import error_responses
+from agentfolio.api.registry.common import (
+    ERROR_STATUSES, LIST, PAGING, SUCCESS, WRAPPED, body_doc, current_principal, flat, query, query_doc, read_object,
+    run, unwrap,
+)
+from agentfolio.store.registry import Principal
+
+router = APIRouter(prefix="/api/v1/agent_spans", tags=["agent spans"])
+ONE = {200: SUCCESS, **error_responses(*ERROR_STATUSES)}
+MANY = {200: LIST, **error_responses(*ERROR_STATUSES)}
+
+
+@router.post("", summary="Create a span (stored and flagged if its payload breaks its schema)", responses=ONE,
+             openapi_extra=body_doc("{details: {agent_instance_id, schema_name, status, payload, parent_span_id?, "
+                                    "result_payload?, started_at?, finished_at?, id?, idempotency_key?}, "
+                                    "idempotency_key?}", properties=WRAPPED))
+async def create_span(request: Request, principal: Principal = Depends(current_principal)) -> Response:
+    fields, key = unwrap(await read_object(request))
+    return await run(request, principal, "agent_spans/create", fields, key)
+
+
+@router.get("", summary="List spans", responses=MANY,
+            openapi_extra=query_doc("agent_id", "agent_instance_id", "status", "schema_name", "validation_status",
+                                    "parent_span_id", "session_id", "include_summaries", "include_risk_level",
+                                    *PAGING))
+async def list_spans(request: Request, principal: Principal = Depends(current_principal)) -> Response:
+    return await run(request, principal, "agent_spans/list", query(request))
+
+
+@router.get("/{agent_span_id}", summary="Get a span", responses=ONE,
+            openapi_extra=query_doc("include_summaries", "include_risk_level"))
+async def get_span(request: Request, agent_span_id: str, principal: Principal = Depends(current_principal)) -> Response:
+    return await run(request, principal, "agent_spans/get", {**query(request), "agent_span_id": agent_span_id})
+
+
+@router.post("/{agent_span_id}/finish", summary="Finish a span (flat body)", responses=ONE,
+             openapi_extra=body_doc("{status?: complete|failed|cancelled, result_payload?, timestamp?, "
+                                    "idempotency_key?}", required=False))
+async def finish_span(request: Request, agent_span_id: str,
+                      principal: Principal = Depends(current_principal)) -> Response:
+    fields, key = flat(await read_object(request))
+    return await run(request, principal, "agent_spans/finish", {**fields, "agent_span_id": agent_span_id}, key)

@@ -1,0 +1,30 @@
+"""``POST /api/v1/bulk``: items in order in one transaction, stop at the first error,
+outputs keyed by idempotency key (docs §4.5)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
+
+from agentfolio.api.auth import get_store
+from agentfolio.api.errors import error_responses, json_response
+from agentfolio.api.registry.common import ERROR_STATUSES, body_doc, current_principal, read_object
+from agentfolio.store.registry import Principal
+
+router = APIRouter(prefix="/api/v1", tags=["bulk"])
+
+BULK_OK = {"description": "Outputs keyed by idempotency key (200 even when an item failed)",
+           "content": {"application/json": {"schema": {
+               "type": "object", "required": ["status", "outputs"],
+               "properties": {"status": {"type": "string"}, "outputs": {"type": "object"}}}}}}
+
+
+@router.post("/bulk", summary="Run many actions in one request", responses={200: BULK_OK,
+                                                                            **error_responses(*ERROR_STATUSES)},
+             openapi_extra=body_doc("{items: [{_type, idempotency_key, ...fields or details}]}",
+                                    properties={"items": {"type": "array", "items": {"type": "object"}}}))
+async def bulk(request: Request, principal: Principal = Depends(current_principal)) -> Response:
+    body = await read_object(request)
+    outcome = await run_in_threadpool(get_store(request).registry.execute_bulk, principal, body)
+    return json_response(outcome.body, outcome.status)

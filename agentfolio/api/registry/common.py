@@ -1,0 +1,131 @@
+"""What every registry route shares: the caller (account or deployment token), reading
+bodies the way the Prefactor SDKs send them, and answering an operation's outcome.
+
+Routes are thin: they turn path, query and body into the flat fields of a named
+operation (``agentfolio.store.registry.OPERATIONS``) and answer its outcome as is, so a
+route and the matching ``/api/v1/bulk`` item always answer the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from fastapi import Depends, Request
+from fastapi.responses import Response
+from fastapi.security import HTTPAuthorizationCredentials
+from starlette.concurrency import run_in_threadpool
+
+from agentfolio.api.auth import bearer, get_store
+from agentfolio.api.body import parse_body
+from agentfolio.api.errors import ApiError, json_response
+from agentfolio.store.registry import DEPLOYMENT_TOKEN_PREFIX, Principal
+
+#: Error statuses a registry route may answer (documented for every route).
+ERROR_STATUSES = (400, 401, 403, 404, 409, 422)
+
+
+def current_principal(request: Request,
+                      credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
+    """The caller: an account token (``afk_…``) or a deployment token (``afd_…``)."""
+    if credentials is None:
+        if request.headers.get("authorization"):
+            raise ApiError(401, "bad_authtoken", "the Authorization header must be 'Bearer <token>'",
+                           headers={"WWW-Authenticate": "Bearer"})
+        raise ApiError(401, "not_authenticated", "this request needs 'Authorization: Bearer <token>'",
+                       headers={"WWW-Authenticate": "Bearer"})
+    token = credentials.credentials
+    store = get_store(request)
+    principal: Principal | None
+    if token.startswith(DEPLOYMENT_TOKEN_PREFIX):
+        principal = store.registry.authenticate_deployment(token)
+    else:
+        account = store.accounts.authenticate(token)
+        principal = Principal(account) if account is not None else None
+    if principal is None:
+        raise ApiError(401, "bad_authtoken", "the bearer token is not valid (unknown or revoked)",
+                       headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
+    return principal
+
+
+async def read_object(request: Request) -> dict[str, Any]:
+    """The JSON body as an object; an absent body (GET-style requests, retire without a
+    key) is ``{}``."""
+    data = await request.body()
+    if not data.strip():
+        return {}
+    value = parse_body(data, max_depth=request.app.state.settings.max_json_depth)
+    if not isinstance(value, dict):
+        raise ApiError(422, "invalid_value", "the request body must be a JSON object")
+    return value
+
+
+def unwrap(body: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+    """A wrapped body's fields and idempotency key.  The key may sit beside ``details``
+    (most clients) or inside it (the Python SDK's span create); a body without
+    ``details`` is taken as flat."""
+    details = body.get("details")
+    if isinstance(details, dict):
+        fields = dict(details)
+        key = body.get("idempotency_key")
+        inner = fields.pop("idempotency_key", None)
+        return fields, key if key is not None else inner
+    fields = dict(body)
+    return fields, fields.pop("idempotency_key", None)
+
+
+def flat(body: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+    fields = dict(body)
+    return fields, fields.pop("idempotency_key", None)
+
+
+def header_key(request: Request, key: Any) -> Any:
+    return key if key is not None else request.headers.get("idempotency-key")
+
+
+async def run(request: Request, principal: Principal, operation: str, fields: Mapping[str, Any],
+              key: Any = None) -> Response:
+    registry = get_store(request).registry
+    outcome = await run_in_threadpool(registry.execute, principal, operation, fields, header_key(request, key))
+    return json_response(outcome.body, outcome.status)
+
+
+def query(request: Request) -> dict[str, Any]:
+    return dict(request.query_params)
+
+
+# OpenAPI helpers: loose documented shapes (the SDK models are the contract; see docs/prefactor-api.md).
+SUCCESS = {"description": "Success: {status: success, details: {...}}", "content": {"application/json": {
+    "schema": {"type": "object", "required": ["status", "details"],
+               "properties": {"status": {"type": "string", "enum": ["success"]}, "details": {"type": "object"}}}}}}
+LIST = {"description": "A page: {status, summaries, pagination, sorting}", "content": {"application/json": {
+    "schema": {"type": "object", "required": ["status", "summaries", "pagination", "sorting"],
+               "properties": {"status": {"type": "string"}, "summaries": {"type": "array"},
+                              "pagination": {"type": ["object", "null"]}, "sorting": {"type": ["object", "null"]}}}}}}
+
+
+def body_doc(description: str, *, required: bool = True, properties: dict[str, Any] | None = None) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "description": description, "additionalProperties": True}
+    if properties:
+        schema["properties"] = properties
+    return {"requestBody": {"required": required, "content": {"application/json": {"schema": schema}}}}
+
+
+WRAPPED = {"details": {"type": "object"}, "idempotency_key": {"type": "string", "maxLength": 64}}
+PAGING = ("pagination[offset]", "pagination[page_size]", "sorting[field]", "sorting[direction]", "sorting")
+
+
+def query_doc(*names: str) -> dict[str, Any]:
+    """Document query parameters that are read from the raw query (bracketed names)."""
+    return {"parameters": [{"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+                           for name in names]}
+
+
+def merge(*parts: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if key == "parameters":
+                out.setdefault("parameters", []).extend(value)
+            else:
+                out[key] = value
+    return out

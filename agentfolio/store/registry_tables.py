@@ -1,0 +1,194 @@
+"""Tables of the agent registry (issue 7): agents, versions, schema versions, deployments,
+instances, spans, deployment tokens and idempotency records.
+
+Defined on the store's one :data:`agentfolio.store.tables.metadata` (migration
+``0002_registry``).  Conventions:
+
+* rows are keyed by their public ID (32-character time-ordered PFID, ``registry.ids``),
+  and carry ``account_pk`` so every query is scoped to one account;
+* times are integer microseconds since the Unix epoch (exact on both backends, and
+  sortable); they are answered as ``…Z`` strings;
+* JSON documents (payloads, schemas, validation results) are stored as orjson bytes.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from agentfolio.store.tables import BigKey, metadata
+
+Id = sa.String(32)
+Micros = sa.BigInteger
+Json = sa.LargeBinary
+Name = sa.String(255)
+
+
+def _account() -> sa.Column:
+    return sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), nullable=False)
+
+
+# One row per account that has used the registry: its public id (whose partition all of
+# the account's IDs share), its default environment, and its risk profile (NULL: default).
+registry_accounts = sa.Table(
+    "registry_accounts", metadata,
+    sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), primary_key=True,
+              autoincrement=False),
+    sa.Column("id", Id, nullable=False, unique=True),
+    sa.Column("default_environment_id", Id, nullable=False),
+    sa.Column("risk_profile", Json, nullable=True),
+    sa.Column("inserted_at", Micros, nullable=False),
+)
+
+registry_environments = sa.Table(
+    "registry_environments", metadata,
+    sa.Column("id", Id, primary_key=True),
+    _account(),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("inserted_at", Micros, nullable=False),
+    sa.UniqueConstraint("account_pk", "name"),
+)
+
+registry_agents = sa.Table(
+    "registry_agents", metadata,
+    sa.Column("id", Id, primary_key=True),
+    _account(),
+    sa.Column("name", Name, nullable=False),
+    sa.Column("description", sa.Text, nullable=True),
+    sa.Column("external_identifier", Name, nullable=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("owner_person_id", sa.String(64), nullable=True),
+    sa.Column("risk_profile_id", sa.String(64), nullable=True),
+    sa.Column("team_id", sa.String(64), nullable=True),
+    sa.Column("current_version_id", Id, nullable=True),
+    sa.Column("current_schema_version_id", Id, nullable=True),
+    sa.Column("inserted_at", Micros, nullable=False),
+    sa.Column("updated_at", Micros, nullable=False),
+    sa.UniqueConstraint("account_pk", "external_identifier"),
+    sa.Index(None, "account_pk", "id"),
+)
+
+registry_agent_versions = sa.Table(
+    "registry_agent_versions", metadata,
+    sa.Column("id", Id, primary_key=True),
+    _account(),
+    sa.Column("agent_id", Id, sa.ForeignKey("registry_agents.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("name", Name, nullable=True),
+    sa.Column("external_identifier", Name, nullable=True),
+    sa.Column("description", sa.Text, nullable=True),
+    sa.Column("runtime_environment", Json, nullable=True),
+    # SHA-256 of the declared content: a re-registration of the same version reuses the row.
+    sa.Column("fingerprint", sa.String(64), nullable=False),
+    sa.Column("inserted_at", Micros, nullable=False),
+    sa.UniqueConstraint("agent_id", "fingerprint"),
+)
+
+registry_schema_versions = sa.Table(
+    "registry_schema_versions", metadata,
+    sa.Column("id", Id, primary_key=True),
+    _account(),
+    sa.Column("agent_id", Id, sa.ForeignKey("registry_agents.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("external_identifier", Name, nullable=True),
+    # SchemaVersionDraft.fingerprint(): registrations declaring the same span types share a row.
+    sa.Column("fingerprint", sa.String(64), nullable=False),
+    sa.Column("span_type_schemas", Json, nullable=False),
+    sa.Column("quality_schemas", Json, nullable=False),
+    sa.Column("inserted_at", Micros, nullable=False),
+    sa.Column("updated_at", Micros, nullable=False),
+    sa.Index(None, "agent_id", "fingerprint"),
+    sa.Index(None, "agent_id", "external_identifier"),
+)
+
+# An agent in an environment: what deployment tokens are bound to, and which version runs there.
+registry_deployments = sa.Table(
+    "registry_deployments", metadata,
+    sa.Column("id", Id, primary_key=True),
+    _account(),
+    sa.Column("agent_id", Id, sa.ForeignKey("registry_agents.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("environment_id", Id, sa.ForeignKey("registry_environments.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("current_version_id", Id, nullable=True),
+    sa.Column("current_schema_version_id", Id, nullable=True),
+    sa.Column("inserted_at", Micros, nullable=False),
+    sa.Column("updated_at", Micros, nullable=False),
+    sa.UniqueConstraint("agent_id", "environment_id"),
+)
+
+# Deployment-scoped bearer tokens (account tokens live in ``tokens``); SHA-256 only.
+registry_deployment_tokens = sa.Table(
+    "registry_tokens", metadata,
+    sa.Column("pk", BigKey, primary_key=True, autoincrement=True),
+    _account(),
+    sa.Column("deployment_id", Id, sa.ForeignKey("registry_deployments.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("prefix", sa.String(16), nullable=False),
+    sa.Column("label", sa.String(200), nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("revoked_at", sa.Float, nullable=True),
+)
+
+registry_instances = sa.Table(
+    "registry_instances", metadata,
+    sa.Column("id", Id, primary_key=True),
+    _account(),
+    sa.Column("agent_id", Id, sa.ForeignKey("registry_agents.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("agent_version_id", Id, nullable=False),
+    sa.Column("schema_version_id", Id, nullable=True),
+    sa.Column("environment_id", Id, nullable=False),
+    sa.Column("deployment_id", Id, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("external_identifier", Name, nullable=True),
+    sa.Column("purpose", sa.String(32), nullable=False),
+    # The agentfolio session (``sessions.id`` of the same account) this run belongs to.
+    sa.Column("session_id", sa.String(200), nullable=True),
+    sa.Column("started_at", Micros, nullable=True),
+    sa.Column("finished_at", Micros, nullable=True),
+    sa.Column("termination_reason", sa.Text, nullable=True),
+    sa.Column("quality_payloads", Json, nullable=True),
+    sa.Column("inserted_at", Micros, nullable=False),
+    sa.Column("updated_at", Micros, nullable=False),
+    sa.UniqueConstraint("agent_id", "external_identifier"),
+    sa.Index(None, "account_pk", "id"),
+    sa.Index(None, "agent_id", "id"),
+)
+
+registry_spans = sa.Table(
+    "registry_spans", metadata,
+    sa.Column("id", Id, primary_key=True),
+    _account(),
+    sa.Column("agent_id", Id, nullable=False),
+    sa.Column("instance_id", Id, sa.ForeignKey("registry_instances.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("schema_version_id", Id, nullable=True),
+    # As the client sent it: may name no span (the SDK's temporary keys); then parent_found is false.
+    sa.Column("parent_span_id", sa.String(200), nullable=True),
+    sa.Column("parent_found", sa.Boolean, nullable=True),
+    sa.Column("schema_name", Name, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("payload", Json, nullable=False),
+    sa.Column("result_payload", Json, nullable=True),
+    sa.Column("sensitive_encoding", sa.Boolean, nullable=False),
+    # valid / invalid / unchecked; the problems (NULL when valid) as JSON.
+    sa.Column("validation_status", sa.String(16), nullable=False),
+    sa.Column("validation", Json, nullable=True),
+    sa.Column("session_id", sa.String(200), nullable=True),
+    sa.Column("started_at", Micros, nullable=True),
+    sa.Column("finished_at", Micros, nullable=True),
+    sa.Column("inserted_at", Micros, nullable=False),
+    sa.Column("updated_at", Micros, nullable=False),
+    sa.Index(None, "instance_id", "id"),
+    sa.Index(None, "account_pk", "id"),
+    sa.Index(None, "agent_id", "id"),
+    sa.Index(None, "account_pk", "session_id"),
+)
+
+# A replayed request (same account, operation and key) answers with the first result;
+# the same key with another body is refused.  ``body_hash``: SHA-256 of the canonical body.
+registry_idempotency = sa.Table(
+    "registry_idempotency", metadata,
+    sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), primary_key=True,
+              autoincrement=False),
+    sa.Column("operation", sa.String(64), primary_key=True),
+    sa.Column("key", sa.String(128), primary_key=True),
+    sa.Column("body_hash", sa.String(64), nullable=False),
+    sa.Column("status", sa.Integer, nullable=False),
+    sa.Column("response", Json, nullable=False),
+    sa.Column("inserted_at", Micros, nullable=False),
+)
