@@ -164,21 +164,19 @@ def one_line(text: str | None, limit: int = SUMMARY_CHARS) -> str:
 
 
 def segment_summary(content: object, kind: str | None = None) -> str:
-    """The one line shown for a segment while it is folded."""
+    """The one line shown for a segment while it is folded, after the kind's own label."""
     kind = kind or segment_kind(content)
     items = getattr(content, "items", None)
-    if kind == "system_prompt":
-        return f"system prompt · {len(content.text or ''):,} chars · {one_line(content.text, 80)}"  # type: ignore[attr-defined]
-    if kind == "long_text":
+    if kind in ("system_prompt", "long_text"):
         return f"{len(content.text or ''):,} chars · {one_line(content.text, 80)}"  # type: ignore[attr-defined]
     if kind == "reasoning":
-        return f"reasoning · {len(content.text or ''):,} chars"  # type: ignore[attr-defined]
+        return f"{len(content.text or ''):,} chars"  # type: ignore[attr-defined]
     if kind == "memory":
-        return f"memory · {_count(items, 'item')}: " + ", ".join(item.title for item in items[:4])
+        return f"{_count(items, 'item')}: " + ", ".join(item.title for item in items[:4])
     if kind == "skills":
-        return f"skills · {_count(items, 'skill')}: " + ", ".join(item.name for item in items[:6])
+        return f"{_count(items, 'skill')}: " + ", ".join(item.name for item in items[:6])
     if kind == "tool_overview":
-        return f"tools · {_count(items, 'tool')}: " + ", ".join(item.name for item in items[:6])
+        return f"{_count(items, 'tool')}: " + ", ".join(item.name for item in items[:6])
     return kind
 
 

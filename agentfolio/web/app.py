@@ -1,0 +1,570 @@
+"""The viewer's pages, as a FastAPI router mounted at ``/`` by ``agentfolio serve``.
+
+``create_web_router(store=..., account=...)``:
+
+* ``store=None``: a file viewer only (open a file, traces, agents, compatibility).
+* ``store`` and ``account``: every page shows that account's sessions, no sign-in
+  (``agentfolio serve --demo``, a personal store on 127.0.0.1).
+* ``store`` alone: pages ask for a token (``agentfolio token create``) once and keep it
+  in an HttpOnly, SameSite=Strict cookie; each account sees only its own sessions.
+
+Pages are server-rendered Jinja2 (``agentfolio/web/templates``) with small vendored
+static files (htmx and ``viewer.js``) served from the package: nothing is fetched from
+the network.  Every page is sent with a Content-Security-Policy that runs scripts only
+from this origin (no inline scripts, no ``eval``), so a script that a record carries
+cannot run even if it slipped past escaping.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import resources
+from typing import Any, Callable
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from agentfolio.formats import durable_state
+from agentfolio.formats.errors import FormatError, Problem
+from agentfolio.present import html
+from agentfolio.web import agents as agent_views
+from agentfolio.web.documents import Opened, OpenedFiles, open_bytes, schema_version_of
+from agentfolio.web.traces import trace_from_document
+
+COOKIE = "agentfolio_token"
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: https: http:; "
+       "media-src 'self' data: blob: https: http:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
+       "frame-ancestors 'none'")
+SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+                    "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY"}
+STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
+                ".svg": "image/svg+xml"}
+LIST_PAGE = 50
+#: Most entries one request renders ("load all" asks for pages this big).
+MAX_PAGE_ENTRIES = 1000
+#: Largest file the "open a file" page accepts.
+MAX_UPLOAD_BYTES = 128 * 1024 * 1024
+
+
+@dataclass
+class Conversation:
+    """What ``partials/conversation.html`` shows: a session's header and first entries."""
+
+    title: str
+    subtitle: str | None
+    view: html.SessionView
+    entries: list[html.EntryView]
+    problems: list[Problem]
+    prefix: str
+    next_url: str | None
+    next_page: str | None
+    remaining: int
+    loaded_until: int
+    export_url: str | None
+
+
+@dataclass
+class Source:
+    """A session to show, stored or opened: where its pages live and its prepared view."""
+
+    title: str
+    subtitle: str | None
+    view: html.SessionView
+    problems: list[Problem]
+    url: str  # the session page; entries at url + "/entries", export at url + "/export.html"
+
+    def conversation(self, start: int = 0, *, prefix: str = "", page: int = html.PAGE_ENTRIES) -> Conversation:
+        total = self.view.entry_count
+        start = max(0, min(start, total))
+        stop = min(total, start + page)
+        return Conversation(self.title, self.subtitle, self.view, html.entry_views(self.view, start, stop),
+                            self.problems if start == 0 else [], prefix, *self.next_links(stop, prefix),
+                            remaining=total - stop, loaded_until=stop, export_url=self.url + "/export.html")
+
+    def next_links(self, stop: int, prefix: str) -> tuple[str | None, str | None]:
+        if stop >= self.view.entry_count:
+            return None, None
+        query = {"start": stop}
+        if prefix:
+            query["prefix"] = prefix
+        return f"{self.url}/entries?{urlencode(query)}", f"{self.url}?start={stop}"
+
+
+@dataclass
+class Who:
+    account: Any  # agentfolio.store.Account or None
+    owner: Any  # key for opened files
+
+    @property
+    def name(self) -> str | None:
+        return getattr(self.account, "name", None)
+
+
+class _Lru:
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: OrderedDict[Any, Any] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self.lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+            return value
+
+    def put(self, key: Any, value: Any) -> Any:
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+        return value
+
+
+@dataclass
+class WebViewer:
+    store: Any = None
+    account: Any = None
+    prefix: str = ""
+    opened: OpenedFiles = field(default_factory=OpenedFiles)
+    sessions: _Lru = field(default_factory=lambda: _Lru(8))
+
+    # -- who is asking --------------------------------------------------------------
+
+    @property
+    def needs_sign_in(self) -> bool:
+        return self.store is not None and self.account is None
+
+    def who(self, request: Request) -> Who | None:
+        """The account a request acts as; None when it must sign in first."""
+        if self.store is None:
+            return Who(None, None)
+        if self.account is not None:
+            return Who(self.account, self.account.pk)
+        token = request.cookies.get(COOKIE)
+        header = request.headers.get("authorization", "")
+        if not token and header.lower().startswith("bearer "):
+            token = header[7:].strip()
+        account = self.store.accounts.authenticate(token) if token else None
+        return Who(account, account.pk) if account is not None else None
+
+    # -- responses ------------------------------------------------------------------
+
+    def page(self, request: Request, template: str, who: Who | None, status: int = 200, **context: Any) -> Response:
+        body = html.render(template, base=self.prefix, has_store=self.store is not None,
+                           account=who.name if who else None, can_sign_out=self.needs_sign_in,
+                           request=request, **context)
+        return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
+
+    def error(self, request: Request, who: Who | None, status: int, heading: str, message: str,
+              problems: list[Problem] | None = None) -> Response:
+        return self.page(request, "error.html", who, status, heading=heading, message=message,
+                         problems=problems or [], nav=None)
+
+    def sign_in(self, request: Request) -> Response:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        if request.headers.get("hx-request"):
+            return Response(status_code=204, headers={"HX-Redirect": f"{self.prefix}/login"})
+        return RedirectResponse(f"{self.prefix}/login?{urlencode({'next': target})}", status_code=303)
+
+    # -- sessions -------------------------------------------------------------------
+
+    def stored_source(self, who: Who, session_id: str) -> Source:
+        """A stored session, read once per version (cached), as a Source."""
+        info = self.store.sessions.info(who.account, session_id)
+        key = ("stored", who.owner, session_id, info.version)
+        cached = self.sessions.get(key)
+        if cached is None:
+            info, data = self.store.sessions.get_bytes(who.account, session_id)
+            result = durable_state.read_bytes(data, strict=False, source=session_id)
+            cached = self.sessions.put(key, (html.session_view(result.session), list(result.problems), info))
+        view, problems, info = cached
+        subtitle = " · ".join(part for part in (f"agent {info.agent}" if info.agent else None,
+                                                f"version {info.version}") if part)
+        return Source(session_id, subtitle, view, problems, f"{self.prefix}/sessions/{quote(session_id, safe='')}")
+
+    def opened_source(self, opened: Opened) -> Source:
+        view = opened.cache.get("view")
+        if view is None:
+            view = opened.cache.setdefault("view", html.session_view(opened.result.session))
+        subtitle = f"opened file · {opened.detected}" + (f" {opened.result.version}" if opened.result.version else "")
+        return Source(opened.name, subtitle, view, opened.problems, f"{self.prefix}/open/{opened.token}")
+
+    def source_for(self, who: Who, ref: str) -> Source | Opened | None:
+        """``file:<token>`` (an opened file) or a stored session id."""
+        ref = ref.strip()
+        if ref.startswith("file:"):
+            opened = self.opened.get(ref[5:], who.owner)
+            if opened is None:
+                return None
+            return self.opened_source(opened) if opened.kind == "session" else opened
+        if self.store is None or not ref:
+            return None
+        from agentfolio.store import StoreError
+
+        try:
+            return self.stored_source(who, ref)
+        except StoreError:
+            return None
+
+
+def _problems_of(error: Exception) -> list[Problem]:
+    if isinstance(error, FormatError):
+        return list(error.problems) or [Problem(error.pointer or "", error.message)]
+    return [Problem(getattr(error, "pointer", "") or "", str(error))]
+
+
+def _parse_local_time(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "",
+                      opened: OpenedFiles | None = None) -> APIRouter:
+    """The viewer's routes; include it in an app (``app.include_router(router)``)."""
+    viewer = WebViewer(store=store, account=account, prefix=prefix.rstrip("/"), opened=opened or OpenedFiles())
+    router = APIRouter(prefix=viewer.prefix, include_in_schema=False)
+    router.viewer = viewer  # type: ignore[attr-defined]  # for tests and the benchmark
+
+    def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
+        """Run a page handler as the signed-in account, or send the browser to sign in."""
+        import functools
+
+        @functools.wraps(handler)
+        async def wrapper(request: Request, *args: Any, **kwargs: Any) -> Response:
+            who = await run_in_threadpool(viewer.who, request)
+            if who is None:
+                return viewer.sign_in(request)
+            try:
+                return await handler(request, who, *args, **kwargs)
+            except Exception as error:  # a page never answers with a traceback or a JSON 500
+                from agentfolio.store import StoreError
+
+                if isinstance(error, StoreError) and error.code == "not_found":
+                    return viewer.error(request, who, 404, "Not found", error.message)
+                if isinstance(error, (StoreError, FormatError)):
+                    return viewer.error(request, who, 400, "Cannot show this", str(error), _problems_of(error))
+                import logging
+
+                logging.getLogger("agentfolio.web").exception("viewer page failed: %s", request.url.path)
+                return viewer.error(request, who, 500, "Something went wrong",
+                                    "The page could not be built; the error was logged.")
+
+        # FastAPI reads the signature: hide the ``who`` parameter from it.
+        import inspect
+
+        signature = inspect.signature(handler)
+        parameters = [p for name, p in signature.parameters.items() if name != "who"]
+        wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+        return wrapper
+
+    # -- static files and sign-in --------------------------------------------------
+
+    @router.get("/static/{name}")
+    async def static(name: str) -> Response:
+        suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
+        if "/" in name or "\\" in name or name.startswith(".") or suffix not in STATIC_TYPES:
+            return Response("not found", status_code=404, media_type="text/plain")
+        try:
+            data = resources.files("agentfolio.web").joinpath("static", name).read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            return Response("not found", status_code=404, media_type="text/plain")
+        return Response(data, media_type=STATIC_TYPES[suffix],
+                        headers={"Cache-Control": "public, max-age=3600", "X-Content-Type-Options": "nosniff"})
+
+    @router.get("/login")
+    async def login_form(request: Request, next: str = "/") -> Response:
+        return viewer.page(request, "login.html", None, next=_local(next, viewer.prefix), message=None, nav=None)
+
+    @router.post("/login")
+    async def login(request: Request) -> Response:
+        form = await request.form()
+        token = str(form.get("token") or "").strip()
+        target = _local(str(form.get("next") or "/"), viewer.prefix)
+        if viewer.store is None:
+            return RedirectResponse(target, status_code=303)
+        account = await run_in_threadpool(viewer.store.accounts.authenticate, token) if token else None
+        if account is None:
+            return viewer.page(request, "login.html", None, 401, next=target, nav=None,
+                               message="That token is not valid (unknown or revoked).")
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https",
+                            path=viewer.prefix or "/", max_age=30 * 24 * 3600)
+        return response
+
+    @router.post("/logout")
+    async def logout(request: Request) -> Response:
+        response = RedirectResponse(f"{viewer.prefix}/login", status_code=303)
+        response.delete_cookie(COOKIE, path=viewer.prefix or "/")
+        return response
+
+    @router.get("/")
+    @guarded
+    async def home(request: Request, who: Who) -> Response:
+        return RedirectResponse(f"{viewer.prefix}/sessions" if viewer.store is not None else f"{viewer.prefix}/open",
+                                status_code=303)
+
+    # -- stored sessions ------------------------------------------------------------
+
+    @router.get("/sessions")
+    @guarded
+    async def sessions_page(request: Request, who: Who, q: str = "", agent: str = "", since: str = "",
+                            until: str = "", offset: int = 0) -> Response:
+        if viewer.store is None:
+            return viewer.error(request, who, 404, "No store", "This viewer has no session store; open a file instead.")
+        offset = max(0, min(offset, 10_000_000))
+        found = await run_in_threadpool(
+            viewer.store.sessions.list, who.account, agent=agent.strip() or None,
+            since=_parse_local_time(since), until=_parse_local_time(until), text=q.strip()[:500] or None,
+            limit=LIST_PAGE + 1, offset=offset)
+        filters = {"q": q, "agent": agent, "since": since, "until": until}
+        kept = {key: value for key, value in filters.items() if value}
+
+        def page_url(to: int) -> str:
+            return f"{viewer.prefix}/sessions?" + urlencode({**kept, "offset": to})
+
+        context = dict(sessions=found[:LIST_PAGE], filters=filters, offset=offset,
+                       next_url=page_url(offset + LIST_PAGE) if len(found) > LIST_PAGE else None,
+                       prev_url=page_url(max(0, offset - LIST_PAGE)) if offset else None,
+                       find=q.strip(), nav="sessions", iso=_iso)
+        if request.headers.get("hx-request") and request.headers.get("hx-target") == "session-list":
+            return HTMLResponse(html.render("partials/session_list.html", base=viewer.prefix, **context),
+                                headers=SECURITY_HEADERS)
+        return viewer.page(request, "sessions.html", who, **context)
+
+    @router.get("/sessions/{session_id}")
+    @guarded
+    async def session_page(request: Request, who: Who, session_id: str, start: int = 0) -> Response:
+        if viewer.store is None:
+            return viewer.error(request, who, 404, "No store", "This viewer has no session store.")
+        source = await run_in_threadpool(viewer.stored_source, who, session_id)
+        return viewer.page(request, "session.html", who, conv=source.conversation(start), nav="sessions")
+
+    @router.get("/sessions/{session_id}/entries")
+    @guarded
+    async def session_entries(request: Request, who: Who, session_id: str, start: int = 0,
+                              prefix: str = "", page: int = html.PAGE_ENTRIES) -> Response:
+        source = await run_in_threadpool(viewer.stored_source, who, session_id)
+        return await run_in_threadpool(_entries, source, start, prefix, page)
+
+    @router.get("/sessions/{session_id}/export.html")
+    @guarded
+    async def session_export(request: Request, who: Who, session_id: str) -> Response:
+        source = await run_in_threadpool(viewer.stored_source, who, session_id)
+        return _export(source)
+
+    # -- opened files ---------------------------------------------------------------
+
+    @router.get("/open")
+    @guarded
+    async def open_page(request: Request, who: Who) -> Response:
+        return viewer.page(request, "open.html", who, nav="open",
+                           recent=viewer.opened.of_kind(who.owner, "session", "trace", "schema_version", "body",
+                                                        "body_schema", "invalid")[:20])
+
+    @router.post("/open")
+    @guarded
+    async def open_file(request: Request, who: Who) -> Response:
+        content_type = request.headers.get("content-type", "")
+        declared = int(request.headers.get("content-length") or 0)
+        if declared > MAX_UPLOAD_BYTES:
+            return viewer.error(request, who, 413, "File too large",
+                                f"The viewer opens files up to {MAX_UPLOAD_BYTES:,} bytes.")
+        if content_type.startswith("multipart/form-data"):
+            form = await request.form(max_files=1, max_fields=5, max_part_size=MAX_UPLOAD_BYTES)
+            upload = form.get("file")
+            if upload is None or isinstance(upload, str):
+                return viewer.error(request, who, 400, "No file", "Pick or drop a file to open.")
+            data = await upload.read(MAX_UPLOAD_BYTES + 1)
+            name = upload.filename or "upload.json"
+        else:
+            data = await request.body()
+            name = request.headers.get("x-file-name") or "pasted.json"
+        if len(data) > MAX_UPLOAD_BYTES:
+            return viewer.error(request, who, 413, "File too large",
+                                f"The viewer opens files up to {MAX_UPLOAD_BYTES:,} bytes.")
+        opened = await run_in_threadpool(open_bytes, data, name=name[:200], owner=who.owner)
+        viewer.opened.add(opened)
+        target = f"{viewer.prefix}/open/{opened.token}"
+        if request.headers.get("hx-request"):
+            return Response(status_code=204, headers={"HX-Redirect": target})
+        return RedirectResponse(target, status_code=303)
+
+    @router.get("/open/{token}")
+    @guarded
+    async def opened_page(request: Request, who: Who, token: str, start: int = 0) -> Response:
+        opened = viewer.opened.get(token, who.owner)
+        if opened is None:
+            return viewer.error(request, who, 404, "Not open any more",
+                                "Files opened in the viewer are kept in memory for a while only; open it again.")
+        return await run_in_threadpool(_render_opened, request, who, opened, start)
+
+    @router.get("/open/{token}/entries")
+    @guarded
+    async def opened_entries(request: Request, who: Who, token: str, start: int = 0, prefix: str = "",
+                             page: int = html.PAGE_ENTRIES) -> Response:
+        opened = viewer.opened.get(token, who.owner)
+        if opened is None or opened.kind != "session":
+            return HTMLResponse("", status_code=404, headers=SECURITY_HEADERS)
+        return await run_in_threadpool(_entries, viewer.opened_source(opened), start, prefix, page)
+
+    @router.get("/open/{token}/export.html")
+    @guarded
+    async def opened_export(request: Request, who: Who, token: str) -> Response:
+        opened = viewer.opened.get(token, who.owner)
+        if opened is None or opened.kind != "session":
+            return viewer.error(request, who, 404, "Not open any more", "Open the file again to export it.")
+        return _export(viewer.opened_source(opened))
+
+    def _render_opened(request: Request, who: Who, opened: Opened, start: int) -> Response:
+        if opened.kind == "session":
+            source = viewer.opened_source(opened)
+            return viewer.page(request, "session.html", who, conv=source.conversation(start), nav="open")
+        if opened.kind == "trace":
+            trace = opened.cache.get("trace") or opened.cache.setdefault("trace", trace_from_document(opened.document))
+            return viewer.page(request, "trace.html", who, opened=opened, trace=trace, nav="traces")
+        if opened.kind == "schema_version":
+            version = opened.cache.get("version") or opened.cache.setdefault(
+                "version", agent_views.schema_version_view(schema_version_of(opened.document) or {}))
+            return viewer.page(request, "agent_version.html", who, opened=opened, version=version, nav="agents")
+        if opened.kind in ("body", "body_schema"):
+            return viewer.page(request, "body.html", who, opened=opened, nav="open")
+        return viewer.page(request, "opened_invalid.html", who, opened=opened, nav="open")
+
+    def _entries(source: Source, start: int, prefix: str, page: int = html.PAGE_ENTRIES) -> Response:
+        prefix = "".join(ch for ch in prefix if ch.isalnum() or ch in "-_")[:20]
+        conv = source.conversation(start, prefix=prefix, page=max(1, min(page, MAX_PAGE_ENTRIES)))
+        body = html.render("entries_fragment.html", base=viewer.prefix, entries=conv.entries, prefix=prefix,
+                           next_url=conv.next_url, next_page=conv.next_page, remaining=conv.remaining)
+        return HTMLResponse(body, headers=SECURITY_HEADERS)
+
+    def _export(source: Source) -> Response:
+        document = html.export_html(source.view.session, title=source.title, subtitle=source.subtitle,
+                                    problems=source.problems)
+        filename = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in source.title)[:80] or "session"
+        return HTMLResponse(document, headers={"Content-Disposition": f'attachment; filename="{filename}.html"',
+                                               "X-Content-Type-Options": "nosniff"})
+
+    # -- traces and agents ----------------------------------------------------------
+
+    @router.get("/traces")
+    @guarded
+    async def traces_page(request: Request, who: Who) -> Response:
+        return viewer.page(request, "traces.html", who, nav="traces", traces=viewer.opened.of_kind(who.owner, "trace"))
+
+    @router.get("/agents")
+    @guarded
+    async def agents_page(request: Request, who: Who) -> Response:
+        return viewer.page(request, "agents.html", who, nav="agents",
+                           versions=viewer.opened.of_kind(who.owner, "schema_version"),
+                           compat=None, output_schema=_EXAMPLE_OUTPUT, input_schema=_EXAMPLE_INPUT)
+
+    @router.post("/agents/compat")
+    @guarded
+    async def compat(request: Request, who: Who) -> Response:
+        form = await request.form(max_files=0, max_fields=4)
+        output_schema = str(form.get("output_schema") or "")[:200_000]
+        input_schema = str(form.get("input_schema") or "")[:200_000]
+        result = await run_in_threadpool(agent_views.check_compatibility, output_schema, input_schema)
+        if request.headers.get("hx-request"):
+            return HTMLResponse(html.render("partials/compat_result.html", base=viewer.prefix, compat=result),
+                                headers=SECURITY_HEADERS)
+        return viewer.page(request, "agents.html", who, nav="agents",
+                           versions=viewer.opened.of_kind(who.owner, "schema_version"),
+                           compat=result, output_schema=output_schema, input_schema=input_schema)
+
+    # -- side by side ---------------------------------------------------------------
+
+    @router.get("/compare")
+    @guarded
+    async def compare_page(request: Request, who: Who, a: str = "", b: str = "") -> Response:
+        sides = []
+        problems = []
+        for label, ref in (("left", a), ("right", b)):
+            if not ref:
+                continue
+            found = await run_in_threadpool(viewer.source_for, who, ref)
+            if found is None:
+                problems.append(f"{label}: no session or open file {ref!r}")
+            elif isinstance(found, Source):
+                sides.append(("session", found.conversation(prefix="L-" if label == "left" else "R-")))
+            elif found.kind == "trace":
+                trace = found.cache.get("trace") or found.cache.setdefault("trace", trace_from_document(found.document))
+                sides.append(("trace", (found, trace)))
+            else:
+                problems.append(f"{label}: {found.name} is a {found.detected or found.kind}, not a session or a trace")
+        choices = [(f"file:{item.token}", f"{item.name} (opened {item.detected})")
+                   for item in viewer.opened.of_kind(who.owner, "session", "trace")]
+        if viewer.store is not None:
+            stored = await run_in_threadpool(viewer.store.sessions.list, who.account, limit=50)
+            choices += [(info.id, f"{info.id}" + (f" ({info.agent})" if info.agent else "")) for info in stored]
+        return viewer.page(request, "compare.html", who, nav="compare", sides=sides, problems=problems,
+                           a=a, b=b, choices=choices)
+
+    return router
+
+
+def _local(target: str, prefix: str) -> str:
+    """Only a path on this site may follow sign-in (no open redirects)."""
+    if not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return prefix + "/"
+    return target
+
+
+def _iso(moment: float | None) -> str:
+    if moment is None:
+        return ""
+    return datetime.fromtimestamp(moment, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+_EXAMPLE_OUTPUT = """{
+  "parts": [
+    {"content_type": "text/markdown", "required": true},
+    {"name": "/attachments/*", "content_type": "image/*"}
+  ]
+}"""
+_EXAMPLE_INPUT = """{
+  "parts": [
+    {"content_type": "text/{plain,markdown}", "required": true},
+    {"name": "/attachments/*.png", "content_type": "image/png"}
+  ]
+}"""
+
+
+def create_web_app(*, store: Any = None, account: Any = None) -> FastAPI:
+    """The viewer alone, as an app (the file viewer with no store; tests; the benchmark)."""
+    app = FastAPI(title="agentfolio viewer", docs_url=None, redoc_url=None, openapi_url=None)
+    router = create_web_router(store=store, account=account)
+    app.include_router(router)
+    app.state.viewer = router.viewer  # type: ignore[attr-defined]
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """``uvicorn --factory agentfolio.web.app:app_from_env``: the file viewer, or with
+    ``AGENTFOLIO_VIEWER_STORE=1`` the local store opened as its ``default`` account."""
+    import os
+
+    if os.environ.get("AGENTFOLIO_VIEWER_STORE") == "1":
+        from agentfolio.settings import Settings
+        from agentfolio.store import Store
+
+        store = Store.open(Settings.from_env())
+        account = store.accounts.ensure(os.environ.get("AGENTFOLIO_VIEWER_ACCOUNT", "default"))
+        return create_web_app(store=store, account=account)
+    return create_web_app()
+
+

@@ -1,0 +1,185 @@
+"""An agent instance's spans as a tree on a timeline, each titled by its rendered template.
+
+Titles, validation and risk come from the registry domain (one implementation each):
+``CompiledSchemaVersion.summary`` renders the span type's Liquid template,
+``CompiledSchemaVersion.validate`` checks params and result payloads, and
+``risk.score_instance`` scores the run.  A span export without its schema version is
+still shown: titles fall back to the span's own ``summary``/``schema_title``/``schema_name``
+and its stored ``validation`` (if any) is shown as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentfolio.present.html import parse_moment
+from agentfolio.registry.risk import InstanceScore, score_instance
+from agentfolio.registry.spans import CompiledSchemaVersion, SpanValidation, validate_without_version
+
+PARENT_MISSING = "parent_span_id names no span of this instance"
+
+
+@dataclass
+class SpanNode:
+    span: dict[str, Any]
+    id: str
+    parent_id: str | None
+    schema_name: str
+    title: str
+    summary: str | None
+    status: str
+    started_at: Any
+    finished_at: Any
+    start: float | None
+    end: float | None
+    validation: dict[str, Any]
+    flags: list[str] = field(default_factory=list)
+    children: list["SpanNode"] = field(default_factory=list)
+    depth: int = 0
+    #: Where its bar sits on the timeline, in thousandths of the trace's span.
+    bar_x: float = 0.0
+    bar_width: float = 0.0
+
+    @property
+    def duration_ms(self) -> float | None:
+        if self.start is None or self.end is None:
+            return None
+        return max(0.0, (self.end - self.start) * 1000)
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.flags) or self.validation.get("status") == "invalid"
+
+    @property
+    def payload(self) -> Any:
+        return self.span.get("payload")
+
+    @property
+    def result_payload(self) -> Any:
+        return self.span.get("result_payload")
+
+
+@dataclass
+class Trace:
+    nodes: list[SpanNode]  # depth-first order, roots first
+    roots: list[SpanNode]
+    start: float | None
+    end: float | None
+    instance: dict[str, Any] | None
+    schema_version_id: str | None
+    has_schema_version: bool
+    risk: InstanceScore | None
+    status_counts: dict[str, int]
+
+    @property
+    def flagged(self) -> int:
+        return sum(node.flagged for node in self.nodes)
+
+    @property
+    def duration_ms(self) -> float | None:
+        return None if self.start is None or self.end is None else (self.end - self.start) * 1000
+
+
+def build_trace(spans: list[dict[str, Any]], *, schema_version: dict[str, Any] | None = None,
+                instance: dict[str, Any] | None = None) -> Trace:
+    compiled = None
+    if schema_version:
+        from agentfolio.web.agents import span_types_of
+
+        span_types, _, meta = span_types_of(schema_version)
+        compiled = CompiledSchemaVersion(meta.get("id") if isinstance(meta.get("id"), str) else None, span_types)
+    nodes: dict[str, SpanNode] = {}
+    order: list[SpanNode] = []
+    for index, span in enumerate(spans):
+        span_id = str(span.get("id") or f"#{index}")
+        name = str(span.get("schema_name") or "?")
+        payload, result = span.get("payload"), span.get("result_payload")
+        status = str(span.get("status") or "?")
+        if compiled is not None:
+            validation = compiled.validate(name, payload, result, status=status).to_json()
+            summary = compiled.summary(name, payload, result)
+            title = compiled.title(name)
+        else:
+            stored = span.get("validation")
+            validation = stored if isinstance(stored, dict) else validate_without_version().to_json()
+            summary = span.get("summary") if isinstance(span.get("summary"), str) else None
+            title = str(span.get("schema_title") or name)
+        start, end = parse_moment(span.get("started_at")), parse_moment(span.get("finished_at"))
+        node = SpanNode(span, span_id, span.get("parent_span_id"), name, title, summary, status,
+                        span.get("started_at"), span.get("finished_at"),
+                        start.timestamp() if start else None, end.timestamp() if end else None, validation)
+        if span_id in nodes:
+            node.flags.append(f"duplicate span id {span_id!r}")
+            span_id = f"{span_id}#{index}"
+            node.id = span_id
+        nodes[span_id] = node
+        order.append(node)
+    roots: list[SpanNode] = []
+    for node in order:
+        parent = nodes.get(node.parent_id) if node.parent_id else None
+        if node.parent_id and parent is None:
+            node.flags.append(PARENT_MISSING)
+        if parent is not None and parent is not node:
+            parent.children.append(node)
+        else:
+            roots.append(node)
+    times = [t for node in order for t in (node.start, node.end) if t is not None]
+    first, last = (min(times), max(times)) if times else (None, None)
+    ordered: list[SpanNode] = []
+
+    def key(node: SpanNode) -> tuple[float, str]:
+        return (node.start if node.start is not None else float("inf"), node.id)
+
+    stack = [(root, 0) for root in sorted(roots, key=key, reverse=True)]
+    seen: set[int] = set()
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        node.depth = depth
+        ordered.append(node)
+        stack.extend((child, depth + 1) for child in sorted(node.children, key=key, reverse=True))
+    for node in order:  # a parent cycle leaves spans unreachable from any root
+        if id(node) not in seen:
+            node.flags.append("parent chain loops back on itself")
+            ordered.append(node)
+    if first is not None and last is not None:
+        width = max(last - first, 1e-9)
+        for node in ordered:
+            if node.start is None:
+                continue
+            end = node.end if node.end is not None else last
+            node.bar_x = round((node.start - first) / width * 1000, 2)
+            node.bar_width = round(max((end - node.start) / width * 1000, 2), 2)
+    counts: dict[str, int] = {}
+    for node in ordered:
+        counts[node.status] = counts.get(node.status, 0) + 1
+    risk = None
+    if compiled is not None:
+        per_type: dict[str, int] = {}
+        for node in ordered:
+            per_type[node.schema_name] = per_type.get(node.schema_name, 0) + 1
+        risk = score_instance(per_type, {name: t.data_risk for name, t in compiled.span_types.items()})
+    return Trace(ordered, roots, first, last, instance, compiled.id if compiled else None, compiled is not None,
+                 risk, counts)
+
+
+def trace_from_document(document: Any) -> Trace:
+    from agentfolio.web.documents import schema_version_of, span_list
+
+    spans = span_list(document) or []
+    schema_version = None
+    instance = None
+    if isinstance(document, dict):
+        for key in ("schema_version", "agent_schema_version"):
+            if isinstance(document.get(key), dict):
+                schema_version = schema_version_of(document[key])
+                if schema_version is not None:
+                    break
+        instance = document.get("agent_instance") or document.get("instance")
+    return build_trace(spans, schema_version=schema_version, instance=instance if isinstance(instance, dict) else None)
+
+
+__all__ = ["SpanNode", "SpanValidation", "Trace", "build_trace", "trace_from_document"]

@@ -1,0 +1,74 @@
+"""Fixtures for the browser tests: one chromium and one server for the whole run.
+
+The tests skip, saying why, only when chromium cannot be had and ``CI`` is unset; on CI
+they fail instead, so a missing browser can never pass silently.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from tests.web.browser import SCREENSHOTS, chromium, chromium_problem, running_server
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"browser tests cannot run on CI: {reason}")
+    pytest.skip(f"browser tests skipped: {reason}")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    problem = chromium_problem()
+    if problem:
+        _unavailable(problem)
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[str]:
+    with running_server("--many", "55", "--long", "200") as base:
+        yield base
+
+
+class Console:
+    """Console errors and uncaught exceptions of one page, and its screenshots."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        page.on("console", lambda message: self.errors.append(f"console.{message.type}: {message.text}")
+                if message.type in ("error", "assert") else None)
+        page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
+        page.on("dialog", self._dialog)
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def assert_clean(self) -> None:
+        assert self.errors == [], "console errors:\n" + "\n".join(self.errors)
+        assert self.dialogs == [], f"dialogs opened: {self.dialogs}"
+
+    def screenshot(self, name: str) -> Path:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+
+@pytest.fixture
+def page(browser: Any, server: str) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=server)
+    opened = context.new_page()
+    opened.console = Console(opened)
+    try:
+        yield opened
+    finally:
+        context.close()

@@ -1,0 +1,59 @@
+"""Run the service with the viewer at ``/`` for the browser tests and the benchmark.
+
+``python tests/web/serve_app.py --port P --data-dir D [--long N]``: a fresh store in D,
+the ``demo`` account seeded with the sessions the tests read, served by uvicorn on
+127.0.0.1:P.  The API is mounted too (``/api/v1``), as ``agentfolio serve`` mounts it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import uvicorn  # noqa: E402
+
+from agentfolio.api.app import create_app  # noqa: E402
+from agentfolio.settings import Settings  # noqa: E402
+from agentfolio.store import Store  # noqa: E402
+from agentfolio.web import samples  # noqa: E402
+from agentfolio.web.app import create_web_router  # noqa: E402
+
+
+def build(data_dir: Path, long_messages: int = 0, many: int = 0) -> tuple[object, Store]:
+    settings = Settings.from_env({}).with_(data_dir=data_dir, session_ttl=0)
+    store = Store.open(settings)
+    account = store.accounts.ensure("demo")
+    sessions = store.sessions
+    for number in range(many):
+        sessions.create(account, samples.durable_session(2, seed=100 + number), session_id=f"bulk-{number:03d}",
+                        agent="Bulk")
+    sessions.create(account, samples.durable_session(40, seed=1), session_id="weather-40", agent="Atlas")
+    sessions.create(account, samples.durable_session(12, seed=2), session_id="weather-12", agent="Breeze")
+    sessions.create(account, samples.showcase_session()["session"], session_id="showcase", agent="Atlas",
+                    strict=False)
+    sessions.create(account, samples.xss_session()["session"], session_id="xss", agent="Mallory", strict=False)
+    if long_messages:
+        sessions.create(account, samples.durable_session(long_messages, seed=3), session_id="long",
+                        agent="Atlas")
+    app = create_app(settings, store=store)
+    app.include_router(create_web_router(store=store, account=account))
+    return app, store
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--long", type=int, default=0, help="Also store a session of this many messages.")
+    parser.add_argument("--many", type=int, default=0, help="Also store this many small sessions (paging).")
+    args = parser.parse_args()
+    app, _ = build(args.data_dir, args.long, args.many)
+    print("ready", flush=True)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
