@@ -15,8 +15,13 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/agentfolio show agentfolio/samples/durable-agent-state.sample.json
 
+# The test set-up starts what the tests need: the machine's PostgreSQL 15 (with a test
+# database) and Debian's chromium (installed with apt when missing). When either cannot
+# be had, its tests skip with the reason, or fail when CI is set.
 test: $(STAMP)
-	$(PY) -m pytest -q
+	-bash scripts/ensure-chromium.sh
+	AGENTFOLIO_TEST_POSTGRES_URL="$${AGENTFOLIO_TEST_POSTGRES_URL:-$$(bash scripts/ensure-postgres.sh || true)}" \
+		$(PY) -m pytest -q
 
 bench: $(STAMP)
 	for script in bench/*.py; do $(PY) $$script || exit 1; done
