@@ -152,6 +152,8 @@ app.command("import")(_store_commands.import_command)
 app.command("export")(_store_commands.export_command)
 app.add_typer(_store_commands.sessions_app, name="sessions")
 app.add_typer(_store_commands.token_app, name="token")
+from agentfolio.api.registry.commands import agents_app as _agents_app  # noqa: E402
+app.add_typer(_agents_app, name="agents")
 
 # MessageBody commands (agentfolio/body/cli.py).
 from agentfolio.body.cli import body_app  # noqa: E402

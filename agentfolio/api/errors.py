@@ -155,7 +155,8 @@ def install_openapi(app: FastAPI) -> None:
                 if not isinstance(operation, dict) or "responses" not in operation:
                     continue
                 responses = operation["responses"]
-                responses.pop("422", None)
+                if responses.get("422", {}).get("description") == "Validation Error":  # FastAPI's, not ours
+                    responses.pop("422")
                 responses.setdefault("400", ERROR_RESPONSE)
                 if operation.get("security") is not None or schema.get("security"):
                     responses.setdefault("401", ERROR_RESPONSE)

@@ -168,9 +168,13 @@ def to_us(moment: datetime) -> int:
 
 
 def fmt(us: int | None) -> str | None:
+    """``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (registry.timestamps.format_timestamp's spelling), fast."""
     if us is None:
         return None
-    return (EPOCH + timedelta(microseconds=us)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    seconds, micros = divmod(us, 1_000_000)
+    t = time.gmtime(seconds)
+    return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
+            f".{micros:06d}Z")
 
 
 def dumps(value: Any) -> bytes:
@@ -202,6 +206,8 @@ def _text(fields: Mapping[str, Any], key: str, *, required: bool = False, limit:
         raise _problem(name, "invalid_value", f"must be a string, found {type(value).__name__}")
     if required and not value.strip():
         raise _problem(name, "invalid_value", "must not be empty")
+    if "\x00" in value:
+        raise _problem(name, "invalid_value", "must not contain NUL characters")
     if len(value) > limit:
         raise _problem(name, "invalid_value", f"is {len(value):,} characters, over the {limit:,}-character limit")
     return value
@@ -469,7 +475,15 @@ def _check_key(value: object, limit: int) -> str | None:
         raise _problem("idempotency_key", "invalid_value", "must be a non-empty string")
     if len(value) > limit:
         raise _problem("idempotency_key", "invalid_value", f"is {len(value)} characters, over the {limit} limit")
+    if "\x00" in value:
+        raise _problem("idempotency_key", "invalid_value", "must not contain NUL characters")
     return value
+
+
+def _eq(column: Any, value: str) -> Any:
+    """``column = value`` for a filter; a value no stored text can hold matches nothing
+    (PostgreSQL refuses NUL characters in text outright)."""
+    return sa.false() if "\x00" in value else column == value
 
 
 BULK_META = ("_type", "idempotency_key", "method", "path", "details")
@@ -496,7 +510,7 @@ def _bulk_items(body: object) -> list[tuple[str, str, dict[str, Any]]]:
         key = item.get("idempotency_key")
         if not isinstance(kind, str) or not kind:
             raise refuse(f"{where}._type", "is required (e.g. 'agent_spans/create')")
-        if not isinstance(key, str) or not key or len(key) > MAX_BULK_KEY_CHARS:
+        if not isinstance(key, str) or not key or len(key) > MAX_BULK_KEY_CHARS or "\x00" in key:
             raise refuse(f"{where}.idempotency_key", f"is required: a string of 1-{MAX_BULK_KEY_CHARS} characters")
         if key in seen:
             raise refuse(f"{where}.idempotency_key", f"{key!r} is used by another item of this request")
@@ -508,6 +522,34 @@ def _bulk_items(body: object) -> list[tuple[str, str, dict[str, Any]]]:
         fields.pop("idempotency_key", None)
         out.append((kind, key, fields))
     return out
+
+
+_INSERT_SQL: dict[tuple[str, str], tuple[str, tuple[str, ...] | None]] = {}
+
+
+def _insert_many(connection: Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
+    """``INSERT`` many rows of plain values (str, int, bytes, bool, None) through the DBAPI
+    cursor: SQLAlchemy's per-row parameter processing costs more than the insert itself."""
+    dialect = connection.dialect
+    cache_key = (dialect.name, table.name)
+    cached = _INSERT_SQL.get(cache_key)
+    if cached is None:
+        compiled = sa.insert(table).values({column.name: sa.bindparam(column.name) for column in table.columns}) \
+            .compile(dialect=dialect)
+        positions = tuple(compiled.positiontup) if compiled.positional else None  # type: ignore[arg-type]
+        cached = _INSERT_SQL[cache_key] = (str(compiled), positions)
+    sql, positions = cached
+    if positions is not None:
+        parameters: list[Any] = [tuple(row[name] for name in positions) for row in rows]
+    else:
+        parameters = rows
+    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.executemany(sql, parameters)
+    except dialect.loaded_dbapi.IntegrityError as error:  # as SQLAlchemy would raise it: callers retry on it
+        raise IntegrityError(sql, None, error) from error
+    finally:
+        cursor.close()
 
 
 def _agent_row(connection: Connection, account_pk: int, agent_id: object) -> Any:
@@ -550,6 +592,8 @@ class _Tx:
     instances: dict[str, Any] = field(default_factory=dict)
     pending_spans: dict[str, dict[str, Any]] = field(default_factory=dict)
     pending_idem: list[dict[str, Any]] = field(default_factory=list)
+    #: span id → instance id, for parent checks (spans never move between instances)
+    span_instances: dict[str, str] = field(default_factory=dict)
 
     @property
     def pk(self) -> int:
@@ -637,11 +681,13 @@ class _Tx:
             return OpError("unexpected", f"the server failed on this {operation} item; it was logged").to_json()
 
     def flush(self) -> None:
+        """Insert the buffered spans and idempotency records, one ``executemany`` each,
+        straight through the driver (the rows are plain values already)."""
         if self.pending_spans:
-            self.conn.execute(sa.insert(t_spans), list(self.pending_spans.values()))
+            _insert_many(self.conn, t_spans, list(self.pending_spans.values()))
             self.pending_spans.clear()
         if self.pending_idem:
-            self.conn.execute(sa.insert(t_idempotency), self.pending_idem)
+            _insert_many(self.conn, t_idempotency, self.pending_idem)
             self.pending_idem.clear()
 
     # -- agents ---------------------------------------------------------------------------
@@ -755,8 +801,10 @@ class _Tx:
                           errors={"agent_id": "give exactly one of agent_id and external_identifier"})
         if agent_id is not None:
             return self._agent(agent_id)
+        if not isinstance(external, str):
+            raise not_found("agent with external identifier", external)
         row = self.conn.execute(sa.select(t_agents).where(t_agents.c.account_pk == self.pk,
-                                                          t_agents.c.external_identifier == external)).first()
+                                                          _eq(t_agents.c.external_identifier, external))).first()
         if row is None:
             raise not_found("agent with external identifier", external)
         return self._agent(row.id)
@@ -777,7 +825,7 @@ class _Tx:
             where.append(t_agents.c.id == self.principal.agent_id)
         for key in ("risk_profile_id", "team_id", "owner_person_id", "status"):
             if isinstance(f.get(key), str):
-                where.append(t_agents.c[key] == f[key])
+                where.append(_eq(t_agents.c[key], f[key]))
         rows, total = self._page(t_agents, where, page, AGENT_SORT)
         return Outcome(200, list_body([self.agent_json(row, counts=False) for row in rows],
                                       page_info(total, page.offset, page.page_size, len(rows)), page.sorting))
@@ -856,6 +904,7 @@ class _Tx:
             raise _problem("details.agent_id", "required_value", "is required")
         agent = self._agent(agent_id)
         draft = normalise_schema_version({k: v for k, v in f.items() if k != "agent_id"})
+        _no_nul(draft)
         version_id = self._store_schema_version(agent.id, draft, dedup=False)
         return Outcome(200, {"status": "success", "details": self.schema_version_json(version_id)})
 
@@ -973,6 +1022,7 @@ class _Tx:
         raw_schema = f.get("agent_schema_version")
         if raw_schema is not None:
             draft = normalise_schema_version(raw_schema, "agent_schema_version")
+            _no_nul(draft, "agent_schema_version")
             schema_version_id = self._store_schema_version(agent.id, draft, dedup=True)
         else:
             schema_version_id = self.conn.execute(sa.select(t_deployments.c.current_schema_version_id).where(
@@ -1065,7 +1115,7 @@ class _Tx:
                             ("environment_id", t_instances.c.environment_id),
                             ("session_id", t_instances.c.session_id)):
             if isinstance(f.get(key), str):
-                where.append(column == f[key])
+                where.append(_eq(column, f[key]))
         rows, total = self._page(t_instances, where, page, INSTANCE_SORT)
         risk = self._profile() if _flag(f.get("include_risk_level"), "include_risk_level") else None
         return Outcome(200, list_body([self.instance_json(row, risk=risk) for row in rows],
@@ -1088,8 +1138,12 @@ class _Tx:
             return pending["instance_id"] == instance_id
         if not ids.is_id(parent):
             return False
-        found = self.conn.execute(sa.select(t_spans.c.instance_id).where(
-            t_spans.c.id == parent, t_spans.c.account_pk == self.pk)).scalar()
+        found = self.span_instances.get(parent)
+        if found is None:
+            found = self.conn.execute(sa.select(t_spans.c.instance_id).where(
+                t_spans.c.id == parent, t_spans.c.account_pk == self.pk)).scalar()
+            if found is not None:
+                self.span_instances[parent] = found
         return found == instance_id
 
     def _validate_span(self, compiled: CompiledSchemaVersion | None, schema_name: str, payload: Any,
@@ -1110,13 +1164,19 @@ class _Tx:
             validation = SpanValidation(state, tuple(problems), "; ".join(notes) or None)  # type: ignore[arg-type]
         return validation
 
-    def span_json(self, row: Mapping[str, Any], *, summaries: bool = False,
-                  risk: RiskProfile | None = None) -> dict[str, Any]:
+    def span_json(self, row: Mapping[str, Any], *, summaries: bool = False, risk: RiskProfile | None = None,
+                  decoded: tuple[Any, Any, Any] | None = None) -> dict[str, Any]:
+        """A span's ``details``; ``decoded``: (payload, result payload, validation) when the
+        caller already has them as objects."""
         compiled = self._compiled(row["schema_version_id"])
-        validation = loads(row["validation"]) if row["validation"] is not None else {
-            "status": row["validation_status"], "problems": [], "note": None}
-        payload = loads(row["payload"])
-        result = loads(row["result_payload"])
+        if decoded is not None:
+            payload, result, validation = decoded
+        else:
+            payload = loads(row["payload"])
+            result = loads(row["result_payload"])
+            validation = loads(row["validation"]) if row["validation"] is not None else None
+        if validation is None:
+            validation = {"status": row["validation_status"], "problems": [], "note": None}
         body = {
             "type": "agent_span", "id": row["id"], "account_id": self.info.id, "agent_id": row["agent_id"],
             "agent_instance_id": row["instance_id"], "agent_schema_version_id": row["schema_version_id"],
@@ -1158,8 +1218,9 @@ class _Tx:
             raise _problem("id", "invalid_value", f"{span_id!r} is already used")
         span_id = span_id or self.new_id()
         parent = f.get("parent_span_id")
-        if parent is not None:
-            parent = str(parent)[:MAX_PARENT_CHARS] if not isinstance(parent, str) else parent[:MAX_PARENT_CHARS]
+        if parent is not None:  # kept as given (flagged if it names no span), never refused
+            parent = (parent if isinstance(parent, str) else orjson.dumps(parent).decode())
+            parent = parent.replace("\x00", "\ufffd")[:MAX_PARENT_CHARS]
         sensitive = _flag(f.get("sensitive_encoding"), "sensitive_encoding")
         session_id = _text(f, "session_id", limit=200) or instance.session_id
         stamp = now_us()
@@ -1181,7 +1242,8 @@ class _Tx:
                "session_id": session_id, "started_at": started, "finished_at": finished,
                "inserted_at": stamp, "updated_at": stamp}
         self.pending_spans[span_id] = row
-        body = self._with_control({"status": "success", "details": self.span_json(row)}, instance)
+        details = self.span_json(row, decoded=(payload, result, validation.to_json()))
+        body = self._with_control({"status": "success", "details": details}, instance)
         return Outcome(200, body)
 
     def _span(self, span_id: object) -> dict[str, Any]:
@@ -1232,7 +1294,7 @@ class _Tx:
                             ("validation_status", t_spans.c.validation_status),
                             ("parent_span_id", t_spans.c.parent_span_id), ("session_id", t_spans.c.session_id)):
             if isinstance(f.get(key), str):
-                where.append(column == f[key])
+                where.append(_eq(column, f[key]))
         rows, total = self._page(t_spans, where, page, SPAN_SORT)
         summaries = _flag(f.get("include_summaries"), "include_summaries")
         risk = self._profile() if _flag(f.get("include_risk_level"), "include_risk_level") else None
@@ -1263,6 +1325,11 @@ class _Tx:
                              "span_types": [score_span_type(name, risk, profile).to_json() for name, risk in pairs]})
         return {"agent_id": agent.id, "name": agent.name, "external_identifier": agent.external_identifier,
                 "risk_profile": profile.name, "rollup": rollup(everything).to_json(), "schema_versions": versions}
+
+
+def _no_nul(draft: Any, path: str = "details") -> None:
+    if draft.external_identifier and "\x00" in draft.external_identifier:
+        raise _problem(f"{path}.external_identifier", "invalid_value", "must not contain NUL characters")
 
 
 def _validate_quality(schema: Mapping[str, Any] | None, name: str, payload: Any) -> dict[str, Any]:

@@ -115,7 +115,3 @@ async def get_schema_version(request: Request, agent_schema_version_id: str,
     return await run(request, principal, "agent_schema_versions/get",
                      {"agent_schema_version_id": agent_schema_version_id})
 
-
-@router.get("/alerts/count", summary="Alerts (not implemented)", responses=error_responses(401, 501))
-async def alerts_count(principal: Principal = Depends(current_principal)) -> Response:
-    return json_response({"status": "error", "code": "not_implemented", "message": "alerts are not implemented"}, 501)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import orjson
 from fastapi import Depends, Request
 from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
@@ -51,12 +52,37 @@ async def read_object(request: Request) -> dict[str, Any]:
     """The JSON body as an object; an absent body (GET-style requests, retire without a
     key) is ``{}``."""
     data = await request.body()
-    if not data.strip():
+    if not data or data.isspace():
         return {}
-    value = parse_body(data, max_depth=request.app.state.settings.max_json_depth)
+    try:
+        value = orjson.loads(data)  # bounded nesting (1,024) by orjson itself; tighter bound below
+    except orjson.JSONDecodeError:
+        value = parse_body(data, max_depth=request.app.state.settings.max_json_depth)  # says where and why
+    if too_deep(value, request.app.state.settings.max_json_depth):
+        raise ApiError(400, "invalid_value", f"JSON nests deeper than {request.app.state.settings.max_json_depth} "
+                                             "levels")
     if not isinstance(value, dict):
         raise ApiError(422, "invalid_value", "the request body must be a JSON object")
     return value
+
+
+def too_deep(value: Any, limit: int) -> bool:
+    """Whether containers nest deeper than ``limit`` (the root is level 1); visits
+    containers only, so a bulk body of thousands of spans costs little."""
+    kind = type(value)
+    if kind is dict:
+        children: Any = value.values()
+    elif kind is list:
+        children = value
+    else:
+        return False
+    if limit <= 0:
+        return True
+    for child in children:
+        child_kind = type(child)
+        if (child_kind is dict or child_kind is list) and too_deep(child, limit - 1):
+            return True
+    return False
 
 
 def unwrap(body: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
