@@ -28,7 +28,10 @@ ROUTERS: list[APIRouter] = [sessions.router, render.router, *registry.routers]
 API_VERSION = "1.0.0"
 
 
-def create_app(settings: Settings | None = None, *, store: Store | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, store: Store | None = None, viewer: bool = True,
+               viewer_account: object = None) -> FastAPI:
+    """``viewer``: mount the web viewer at ``/`` (``agentfolio.web``); with
+    ``viewer_account`` it shows that account without asking for a token (the demo)."""
     settings = settings or Settings.from_env()
     owned = store is None
     store = store or Store.open(settings)
@@ -54,6 +57,10 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None) 
     app.state.settings = settings
     for router in ROUTERS:
         app.include_router(router)
+    if viewer:
+        from agentfolio.web.app import create_web_router
+
+        app.include_router(create_web_router(store=store, account=viewer_account))
     install_error_handlers(app)
     install_openapi(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)

@@ -313,17 +313,21 @@ def serve_command(
         if demo:
             token, account = store.accounts.create_token("demo", label="demo")
             loaded = load_demo_sessions(store, account)
+            from agentfolio.web.samples import load_demo
+
+            loaded += load_demo(store, account)
             stdout.print(f"agentfolio demo: {loaded} sample session(s) in a throw-away store", highlight=False)
+            stdout.print(f"  viewer: {base}/", highlight=False)
             stdout.print(f"  API:   {base}/api/v1/sessions", highlight=False)
             stdout.print(f"  docs:  {base}/docs", highlight=False)
             stdout.print(f"  token: {token}", highlight=False)
             stdout.print(f'  try:   curl -H "Authorization: Bearer {token}" {base}/api/v1/sessions', highlight=False,
                          soft_wrap=True)
         else:
-            stdout.print(f"agentfolio API on {base}/api/v1 (docs at {base}/docs); "
-                         "tokens: agentfolio token create --account NAME", highlight=False)
+            stdout.print(f"agentfolio viewer on {base}/ (sign in with a token), API on {base}/api/v1 "
+                         f"(docs at {base}/docs); tokens: agentfolio token create --account NAME", highlight=False)
         sys.stdout.flush()
-        app = create_app(settings, store=store)
+        app = create_app(settings, store=store, viewer_account=account if demo else None)
         uvicorn.run(app, host=host, port=port, log_level=os.environ.get("AGENTFOLIO_LOG_LEVEL", "info"))
     finally:
         store.close()

@@ -16,6 +16,7 @@ from agentfolio.registry.errors import RegistryError
 from agentfolio.registry.risk import (
     ACTIONS,
     CATEGORIES,
+    RiskProfile,
     RiskRollup,
     SpanTypeScore,
     rollup,
@@ -88,6 +89,10 @@ def risk_badges(risk: Any) -> list[Badge]:
     categories, classification, and what is still unknown."""
     if isinstance(risk, RiskRollup):
         actions, categories, classification = risk.action_profile, risk.data_categories, risk.classification
+    elif isinstance(risk, Mapping):  # a roll-up as the registry reports it (JSON)
+        actions = risk.get("action_profile") or {}
+        categories = risk.get("data_categories") or {}
+        classification = risk.get("classification") or "unknown"
     else:
         actions = {name: getattr(risk.action_profile, name) for name in ACTIONS}
         params, result = risk.params_data_categories, risk.result_data_categories
@@ -114,11 +119,13 @@ def risk_badges(risk: Any) -> list[Badge]:
     return badges
 
 
-def schema_version_view(document: Mapping[str, Any]) -> SchemaVersionView:
+def schema_version_view(document: Mapping[str, Any], *, profile: RiskProfile | None = None) -> SchemaVersionView:
+    """``profile``: the account's risk profile (default: the registry's default profile)."""
     span_types, problems, meta = span_types_of(document)
     views = []
     for name, schema in span_types.items():
-        views.append(SpanTypeView(schema, score_span_type(name, schema.data_risk), risk_badges(schema.data_risk)))
+        score = score_span_type(name, schema.data_risk, profile) if profile else score_span_type(name, schema.data_risk)
+        views.append(SpanTypeView(schema, score, risk_badges(schema.data_risk)))
     rolled = rollup((name, schema.data_risk) for name, schema in span_types.items()) if span_types else None
     return SchemaVersionView(_text(meta.get("id")), _text(meta.get("agent_id")), _text(meta.get("external_identifier")),
                              views, rolled, risk_badges(rolled) if rolled else [], problems)

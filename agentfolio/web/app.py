@@ -34,6 +34,7 @@ from agentfolio.formats import durable_state
 from agentfolio.formats.errors import FormatError, Problem
 from agentfolio.present import html
 from agentfolio.web import agents as agent_views
+from agentfolio.web import registry_data
 from agentfolio.web.documents import Opened, OpenedFiles, open_bytes, schema_version_of
 from agentfolio.web.traces import trace_from_document
 
@@ -196,9 +197,17 @@ class WebViewer:
         subtitle = f"opened file · {opened.detected}" + (f" {opened.result.version}" if opened.result.version else "")
         return Source(opened.name, subtitle, view, opened.problems, f"{self.prefix}/open/{opened.token}")
 
-    def source_for(self, who: Who, ref: str) -> Source | Opened | None:
-        """``file:<token>`` (an opened file) or a stored session id."""
+    def source_for(self, who: Who, ref: str) -> Source | Opened | tuple[str, Any] | None:
+        """``file:<token>`` (an opened file), ``instance:<id>`` (a stored trace, as
+        ``(title, trace)``) or a stored session id."""
         ref = ref.strip()
+        if ref.startswith("instance:") and registry_data.has_registry(self.store):
+            from agentfolio.store import StoreError
+
+            try:
+                return f"Instance {ref[9:]}", registry_data.instance_trace(self.store, who.account, ref[9:])
+            except StoreError:
+                return None
         if ref.startswith("file:"):
             opened = self.opened.get(ref[5:], who.owner)
             if opened is None:
@@ -328,7 +337,7 @@ def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "
         offset = max(0, min(offset, 10_000_000))
         found = await run_in_threadpool(
             viewer.store.sessions.list, who.account, agent=agent.strip() or None,
-            since=_parse_local_time(since), until=_parse_local_time(until), text=q.strip()[:500] or None,
+            since=_parse_local_time(since), until=_parse_local_time(until), text=q.replace("\x00", "").strip()[:500] or None,
             limit=LIST_PAGE + 1, offset=offset)
         filters = {"q": q, "agent": agent, "since": since, "until": until}
         kept = {key: value for key, value in filters.items() if value}
@@ -435,7 +444,7 @@ def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "
             return viewer.page(request, "session.html", who, conv=source.conversation(start), nav="open")
         if opened.kind == "trace":
             trace = opened.cache.get("trace") or opened.cache.setdefault("trace", trace_from_document(opened.document))
-            return viewer.page(request, "trace.html", who, opened=opened, trace=trace, nav="traces")
+            return viewer.page(request, "trace.html", who, trace_title=opened.name, trace=trace, nav="traces")
         if opened.kind == "schema_version":
             version = opened.cache.get("version") or opened.cache.setdefault(
                 "version", agent_views.schema_version_view(schema_version_of(opened.document) or {}))
@@ -462,15 +471,44 @@ def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "
 
     @router.get("/traces")
     @guarded
-    async def traces_page(request: Request, who: Who) -> Response:
-        return viewer.page(request, "traces.html", who, nav="traces", traces=viewer.opened.of_kind(who.owner, "trace"))
+    async def traces_page(request: Request, who: Who, agent: str = "", offset: int = 0) -> Response:
+        instances, pagination = [], None
+        if registry_data.has_registry(viewer.store):
+            instances, pagination = await run_in_threadpool(registry_data.list_instances, viewer.store, who.account,
+                                                            agent_id=agent or None, offset=max(0, offset))
+        return viewer.page(request, "traces.html", who, nav="traces", traces=viewer.opened.of_kind(who.owner, "trace"),
+                           instances=instances, pagination=pagination, agent=agent,
+                           has_registry=registry_data.has_registry(viewer.store))
+
+    @router.get("/traces/{instance_id}")
+    @guarded
+    async def trace_page(request: Request, who: Who, instance_id: str) -> Response:
+        if not registry_data.has_registry(viewer.store):
+            return viewer.error(request, who, 404, "No store", "This viewer has no registry store.")
+        trace = await run_in_threadpool(registry_data.instance_trace, viewer.store, who.account, instance_id)
+        return viewer.page(request, "trace.html", who, trace_title=f"Instance {instance_id}", trace=trace,
+                           nav="traces")
 
     @router.get("/agents")
     @guarded
     async def agents_page(request: Request, who: Who) -> Response:
-        return viewer.page(request, "agents.html", who, nav="agents",
-                           versions=viewer.opened.of_kind(who.owner, "schema_version"),
+        return viewer.page(request, "agents.html", who, nav="agents", **await run_in_threadpool(_agents_context, who),
                            compat=None, output_schema=_EXAMPLE_OUTPUT, input_schema=_EXAMPLE_INPUT)
+
+    @router.get("/agents/{agent_id}")
+    @guarded
+    async def agent_page(request: Request, who: Who, agent_id: str) -> Response:
+        if not registry_data.has_registry(viewer.store):
+            return viewer.error(request, who, 404, "No store", "This viewer has no registry store.")
+        overview = await run_in_threadpool(registry_data.agent_overview, viewer.store, who.account, agent_id)
+        return viewer.page(request, "agent.html", who, nav="agents", **overview)
+
+    def _agents_context(who: Who) -> dict[str, Any]:
+        agents: list[dict[str, Any]] = []
+        if registry_data.has_registry(viewer.store):
+            agents, _ = registry_data.list_agents(viewer.store, who.account)
+        return {"versions": viewer.opened.of_kind(who.owner, "schema_version"), "agents": agents,
+                "risk_badges": agent_views.risk_badges}
 
     @router.post("/agents/compat")
     @guarded
@@ -482,8 +520,7 @@ def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "
         if request.headers.get("hx-request"):
             return HTMLResponse(html.render("partials/compat_result.html", base=viewer.prefix, compat=result),
                                 headers=SECURITY_HEADERS)
-        return viewer.page(request, "agents.html", who, nav="agents",
-                           versions=viewer.opened.of_kind(who.owner, "schema_version"),
+        return viewer.page(request, "agents.html", who, nav="agents", **await run_in_threadpool(_agents_context, who),
                            compat=result, output_schema=output_schema, input_schema=input_schema)
 
     # -- side by side ---------------------------------------------------------------
@@ -501,9 +538,11 @@ def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "
                 problems.append(f"{label}: no session or open file {ref!r}")
             elif isinstance(found, Source):
                 sides.append(("session", found.conversation(prefix="L-" if label == "left" else "R-")))
+            elif isinstance(found, tuple):
+                sides.append(("trace", found))
             elif found.kind == "trace":
                 trace = found.cache.get("trace") or found.cache.setdefault("trace", trace_from_document(found.document))
-                sides.append(("trace", (found, trace)))
+                sides.append(("trace", (found.name, trace)))
             else:
                 problems.append(f"{label}: {found.name} is a {found.detected or found.kind}, not a session or a trace")
         choices = [(f"file:{item.token}", f"{item.name} (opened {item.detected})")
@@ -511,6 +550,9 @@ def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "
         if viewer.store is not None:
             stored = await run_in_threadpool(viewer.store.sessions.list, who.account, limit=50)
             choices += [(info.id, f"{info.id}" + (f" ({info.agent})" if info.agent else "")) for info in stored]
+        if registry_data.has_registry(viewer.store):
+            recent, _ = await run_in_threadpool(registry_data.list_instances, viewer.store, who.account, page_size=20)
+            choices += [(f"instance:{item['id']}", f"instance {item['id']} ({item['status']})") for item in recent]
         return viewer.page(request, "compare.html", who, nav="compare", sides=sides, problems=problems,
                            a=a, b=b, choices=choices)
 

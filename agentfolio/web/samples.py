@@ -218,3 +218,46 @@ def xss_session() -> dict[str, Any]:
         {"$type": p("entry"), "payload": p("entry payload")},
     ]
     return {"agentfolio": "1", "session": {"schemaVersion": "1.2.0", "data": {"conversationHistory": history}}}
+
+
+def load_registry_demo(store: Any, account: Any) -> list[str]:
+    """Store an agent with a schema version and two instances of its spans (one clean,
+    one with a span that breaks its schema); returns the instance ids."""
+    from agentfolio.store.registry import Principal
+
+    principal = Principal(account)
+
+    def run(operation: str, fields: dict[str, Any]) -> dict[str, Any]:
+        outcome = store.registry.execute(principal, operation, fields)
+        if outcome.status not in (200, 201):
+            raise RuntimeError(f"{operation}: {outcome.body}")
+        return outcome.body["details"]
+
+    agent = run("agents/create", {"name": "Atlas", "external_identifier": "atlas",
+                                  "description": "Travel assistant"})
+    version = {key: value for key, value in schema_version().items() if key != "id"}
+    instances = []
+    for run_number, spans in enumerate((span_export()["spans"], span_export()["spans"][:3])):
+        instance = run("agent_instances/register", {
+            "agent_id": agent["id"], "agent_version": {"name": "Atlas", "external_identifier": "1.0"},
+            "agent_schema_version": version, "external_identifier": f"run-{run_number}"})
+        known: dict[str, str] = {}
+        for span in spans:
+            fields = {key: span[key] for key in ("schema_name", "status", "payload", "result_payload", "started_at",
+                                                 "finished_at") if span.get(key) is not None}
+            if span.get("parent_span_id"):
+                fields["parent_span_id"] = known.get(span["parent_span_id"], span["parent_span_id"])
+            fields["agent_instance_id"] = instance["id"]
+            created = run("agent_spans/create", fields)
+            known[span["id"]] = created["id"]
+        instances.append(instance["id"])
+    return instances
+
+
+def load_demo(store: Any, account: Any) -> int:
+    """What the viewer's demo adds to ``agentfolio serve --demo``: a session showing every
+    segment kind, and an agent with traces.  Returns the number of sessions stored."""
+    store.sessions.create(account, showcase_session()["session"], session_id="showcase-every-segment-kind",
+                          agent="Atlas", strict=False)
+    load_registry_demo(store, account)
+    return 1

@@ -82,7 +82,9 @@ class Trace:
 
 
 def build_trace(spans: list[dict[str, Any]], *, schema_version: dict[str, Any] | None = None,
-                instance: dict[str, Any] | None = None) -> Trace:
+                instance: dict[str, Any] | None = None, stored: bool = False) -> Trace:
+    """``stored``: the spans come from the store, which validated them and rendered their
+    summaries when they were written and read; those are shown as recorded."""
     compiled = None
     if schema_version:
         from agentfolio.web.agents import span_types_of
@@ -96,7 +98,12 @@ def build_trace(spans: list[dict[str, Any]], *, schema_version: dict[str, Any] |
         name = str(span.get("schema_name") or "?")
         payload, result = span.get("payload"), span.get("result_payload")
         status = str(span.get("status") or "?")
-        if compiled is not None:
+        recorded = span.get("validation")
+        if stored and isinstance(recorded, dict):
+            validation = recorded
+            summary = span.get("summary") if isinstance(span.get("summary"), str) else None
+            title = str(span.get("schema_title") or (compiled.title(name) if compiled else name))
+        elif compiled is not None:
             validation = compiled.validate(name, payload, result, status=status).to_json()
             summary = compiled.summary(name, payload, result)
             title = compiled.title(name)
@@ -118,7 +125,9 @@ def build_trace(spans: list[dict[str, Any]], *, schema_version: dict[str, Any] |
     roots: list[SpanNode] = []
     for node in order:
         parent = nodes.get(node.parent_id) if node.parent_id else None
-        if node.parent_id and parent is None:
+        already = any(p.get("part") == "parent_span_id" for p in node.validation.get("problems") or ()
+                      if isinstance(p, dict))
+        if node.parent_id and parent is None and not already:
             node.flags.append(PARENT_MISSING)
         if parent is not None and parent is not node:
             parent.children.append(node)

@@ -19,7 +19,6 @@ from agentfolio.api.app import create_app  # noqa: E402
 from agentfolio.settings import Settings  # noqa: E402
 from agentfolio.store import Store  # noqa: E402
 from agentfolio.web import samples  # noqa: E402
-from agentfolio.web.app import create_web_router  # noqa: E402
 
 
 def build(data_dir: Path, long_messages: int = 0, many: int = 0) -> tuple[object, Store]:
@@ -38,8 +37,10 @@ def build(data_dir: Path, long_messages: int = 0, many: int = 0) -> tuple[object
     if long_messages:
         sessions.create(account, samples.durable_session(long_messages, seed=3), session_id="long",
                         agent="Atlas")
-    app = create_app(settings, store=store)
-    app.include_router(create_web_router(store=store, account=account))
+    instances = samples.load_registry_demo(store, account)
+    (data_dir / "instances.txt").write_text("\n".join(instances))
+    # As `agentfolio serve --demo` builds it: the API, and the viewer at / as the demo account.
+    app = create_app(settings, store=store, viewer_account=account)
     return app, store
 
 

@@ -60,6 +60,7 @@ PAGES = [
     ("traces", "/traces"),
     ("agents", "/agents"),
     ("compare-sessions", "/compare?a=weather-12&b=weather-40"),
+    ("login", "/login"),
 ]
 
 
@@ -404,6 +405,42 @@ def test_agents_risk_badges_rollup_and_compatibility(page: Any) -> None:
     wait_until(page, "document.querySelector('.compat-result').textContent.includes('compatible')")
     assert page.locator(".compat-result .badge.ok").inner_text() == "compatible"
     page.console.screenshot("agents-compat")
+    page.console.assert_clean()
+
+
+def test_stored_traces_and_agents(page: Any) -> None:
+    visit(page, "/traces")
+    rows = page.locator(".instance-table tbody tr")
+    assert rows.count() == 2
+    page.console.screenshot("traces-stored")
+    rows.filter(has_text="5").first.locator("a").first.click()
+    page.wait_for_selector("html[data-viewer-ready]", state="attached")
+    spans = page.locator(".span-row[role=treeitem]")
+    assert spans.count() == 5
+    assert "get_weather(Paris)" in page.locator(".span-title").all_inner_texts()
+    assert page.locator(".span-row.flagged").count() == 2
+    flagged = page.locator(".span-row.flagged").last
+    flagged.locator("summary").click()
+    assert "parent_span_id names no span of this instance" in flagged.locator(".span-flags").inner_text()
+    page.console.screenshot("trace-stored")
+    first = page.url.rsplit("/", 1)[1]
+    visit(page, "/agents")
+    agent_row = page.locator(".agent-table tbody tr")
+    assert agent_row.count() == 1
+    assert "destroys data" in agent_row.inner_text()
+    agent_row.locator("a").click()
+    page.wait_for_selector("html[data-viewer-ready]", state="attached")
+    assert page.locator("h1").inner_text() == "Atlas"
+    flags = page.locator(".rollup .risk-flags").first.inner_text()
+    assert "external communication with sensitive data" in flags
+    assert page.locator("details.schema-version").count() == 1  # both runs registered the same version
+    assert page.locator("details.schema-version article.span-type").count() == 4
+    page.console.screenshot("agent-stored")
+    visit(page, "/traces")
+    second = [href.rsplit("/", 1)[1] for href in page.locator(".instance-table tbody tr td:first-child a")
+              .evaluate_all("els => els.map(a => a.getAttribute('href'))") if not href.endswith(first)][0]
+    visit(page, f"/compare?a=instance:{first}&b=instance:{second}")
+    assert page.locator(".side .span-tree").count() == 2
     page.console.assert_clean()
 
 
