@@ -5,13 +5,14 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from agentfolio.formats import canonical, durable_state
+from agentfolio.formats import canonical, durable_state, envelope
 from agentfolio.formats.errors import FormatError
 
 # Order matters for detection: the most specific shape first.
 FORMATS: dict[str, ModuleType] = {
     durable_state.NAME: durable_state,
     canonical.NAME: canonical,
+    envelope.NAME: envelope,
 }
 
 
@@ -28,4 +29,4 @@ def detect(document: Any, *, source: str | None = None) -> ModuleType:
         if module.looks_like(document):
             return module
     raise FormatError("not a document agentfolio knows: expected one of " + ", ".join(FORMATS)
-                      + " (durable state has schemaVersion and data)", source=source, pointer="")
+                      + " (durable state has schemaVersion and data; a Prompt Envelope has version and messages)", source=source, pointer="")

@@ -1,0 +1,220 @@
+"""Lowering any canonical session to what durable agent state can hold, with losses.
+
+Durable state's writer refuses kinds it has no ``$type`` for; a conversion maps them here:
+
+* template variables, memory, skills, tool catalogs, documents and body parts become
+  ``text`` contents (worded by :mod:`agentfolio.formats.losses`), approximated;
+* presentation (collapsed flags, system-prompt and long-text looks) is dropped;
+* contents of kinds we do not know are wrapped in durable state's own ``unknown``;
+* roles durable 1.x does not have (``developer``, ``function``...) become the nearest
+  one, and string function arguments are parsed into the object 1.x requires.
+
+Unknown properties travel with their record, as durable state's own policy asks, unless
+their name is one the record writes itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from agentfolio.formats.losses import (
+    ConvertOptions,
+    Lowered,
+    Origin,
+    Recorder,
+    content_pointer,
+    document_text,
+    entry_pointer,
+    memory_text,
+    message_pointer,
+    set_fields,
+    skills_text,
+    tools_text,
+    with_extras,
+)
+from agentfolio.model import (
+    DURABLE_CONTENT_KINDS,
+    DataContent,
+    DocumentContent,
+    FunctionCallContent,
+    MemoryContent,
+    Message,
+    OpaqueContent,
+    OpaqueEntry,
+    PartContent,
+    Session,
+    SessionData,
+    SkillsContent,
+    TemplateVariableContent,
+    TextContent,
+    ToolCatalogContent,
+    UnknownContent,
+    UriContent,
+)
+
+NAME = "durable-state"
+ROLES_1X = ("user", "assistant", "system", "tool")
+_NEAREST_ROLE = {"developer": "system", "function": "tool"}
+
+
+def lower(session: Session, *, origin: Origin | None = None, options: ConvertOptions | None = None) -> Lowered:
+    rec = Recorder(origin)
+    version = session.schema_version or ""
+    roles = ROLES_1X + (("developer",) if version.startswith("2.") else ())
+    entries = []
+    for entry_index, entry in enumerate(session.entries):
+        if isinstance(entry, OpaqueEntry) or entry.messages is None:
+            entries.append(entry)
+            continue
+        messages = tuple(_message(rec, message, message_pointer(entry_index, index), entry_index, index, roles,
+                                  version)
+                         for index, message in enumerate(entry.messages))
+        if any(new is not old for new, old in zip(messages, entry.messages)):
+            entry = entry.model_copy(update={"messages": messages})
+        entries.append(entry)
+    if session.data is not None and any(new is not old for new, old in zip(entries, session.entries)):
+        session = session.model_copy(update={"data": session.data.model_copy(
+            update={"conversation_history": tuple(entries)})})
+    session = _drop_colliding(rec, session, session, "", {"schemaVersion", "data"})
+    if session.data is not None:
+        data = _drop_colliding(rec, session.data, session.data, "/data", {"conversationHistory"})
+        if data is not session.data:
+            session = session.model_copy(update={"data": data})
+    return Lowered(session, rec.losses)
+
+
+def _message(rec: Recorder, message: Message, pointer: str, entry_index: int, index: int, roles: tuple[str, ...],
+             version: str) -> Message:
+    update: dict[str, Any] = {}
+    if message.role is not None and message.role not in roles:
+        role = _NEAREST_ROLE.get(message.role, "assistant" if message.role not in ("human",) else "user")
+        rec.approximate(message, pointer, "role", f"role {message.role!r}",
+                        f"durable state {version or '1.x'} roles are {', '.join(roles)}: written as {role!r}")
+        update["role"] = role
+    if message.contents is not None:
+        contents = tuple(_content(rec, content, content_pointer(entry_index, index, position), version)
+                         for position, content in enumerate(message.contents))
+        if rec.origin.presentation:
+            _plain_text_looks(rec, message, entry_index, index)
+        if any(new is not old for new, old in zip(contents, message.contents)):
+            update["contents"] = contents
+    lowered = message.model_copy(update=update) if update else message
+    return _drop_colliding(rec, message, lowered, pointer, set(_wire_names(Message)))
+
+
+def _content(rec: Recorder, content: Any, pointer: str, version: str) -> Any:
+    if isinstance(content, OpaqueContent):
+        if isinstance(content.extra.get("$type"), str):
+            return content  # a durable-shaped unknown: written back as it is
+        rec.approximate(content, pointer, None, "content of unknown kind",
+                        'durable state keeps what it has no type for inside {"$type": "unknown", "content": ...}')
+        return UnknownContent(content=dict(content.extra))
+    lowered = content
+    if content.kind not in DURABLE_CONTENT_KINDS:
+        text, what = _as_text(content)
+        if text is None:
+            lowered = _part_as_content(rec, content, pointer)
+        else:
+            rec.approximate(content, pointer, None, what, "durable state has no type for it: written as text")
+            lowered = TextContent(text=text)
+        return with_extras(lowered, _kept_extras(rec, content, pointer, lowered))
+    if content.presentation is not None:
+        for key in set_fields(content.presentation):
+            rec.drop(content, pointer, f"presentation/{key}", f"presentation {key}",
+                     "durable state does not record how a content is shown")
+        lowered = content.model_copy(update={"presentation": None})
+        object.__setattr__(lowered, "__pydantic_fields_set__", lowered.model_fields_set - {"presentation"})
+    if isinstance(content, FunctionCallContent) and isinstance(content.arguments, str) and not version.startswith("2."):
+        try:
+            parsed = orjson.loads(content.arguments)
+        except orjson.JSONDecodeError:
+            parsed = None
+        arguments = parsed if isinstance(parsed, dict) else {"_raw": content.arguments}
+        if not isinstance(parsed, dict) or orjson.dumps(parsed).decode() != content.arguments:
+            rec.approximate(content, pointer, "arguments", "arguments",
+                            "durable state 1.x keeps arguments as an object: "
+                            + ("the string was parsed" if isinstance(parsed, dict) else 'kept as {"_raw": ...}'))
+        lowered = lowered.model_copy(update={"arguments": arguments})
+    if isinstance(content, UriContent) and content.media_type is None and not version.startswith("2."):
+        rec.approximate(content, pointer, "mediaType", "mediaType",
+                        "durable state 1.x requires a media type: written as application/octet-stream")
+        lowered = lowered.model_copy(update={"media_type": "application/octet-stream"})
+    return _drop_colliding(rec, content, lowered, pointer, set(_wire_names(type(content))))
+
+
+def _plain_text_looks(rec: Recorder, message: Message, entry_index: int, index: int) -> None:
+    """A plain text that formats with a look will read back with one: say so.
+
+    Without presentation, a system message's text reads back as a system prompt, and a
+    long text as long text (agentfolio.present.rules decides both).
+    """
+    from agentfolio.present.rules import LONG_TEXT_CHARS
+
+    for position, content in enumerate(message.items):
+        if not isinstance(content, TextContent) or (content.presentation and content.presentation.style):
+            continue
+        look = ("system_prompt" if message.role == "system"
+                else "long_text" if len(content.text or "") > LONG_TEXT_CHARS else None)
+        if look:
+            rec.approximate(content, content_pointer(entry_index, index, position), None,
+                            "plain text look", f"durable state does not record how a content is shown: read back, "
+                            f"this text takes the {look} look")
+
+
+def _as_text(content: Any) -> tuple[str | None, str]:
+    if isinstance(content, TemplateVariableContent):
+        return content.value, f"template variable {{{{{content.name}}}}} (its name and description)"
+    if isinstance(content, MemoryContent):
+        return memory_text(content), "memory"
+    if isinstance(content, SkillsContent):
+        return skills_text(content), "skills"
+    if isinstance(content, ToolCatalogContent):
+        return tools_text(content), "tool catalog (parameter schemas)"
+    if isinstance(content, DocumentContent):
+        return document_text(content), "document card"
+    return None, ""
+
+
+def _part_as_content(rec: Recorder, part: PartContent, pointer: str) -> Any:
+    if part.url:
+        rec.approximate(part, pointer, None, "body part", "durable state has no named parts: written as a uri")
+        return UriContent(uri=part.url, media_type=part.content_type or "application/octet-stream")
+    if part.content is not None and part.encoding == "base64":
+        rec.approximate(part, pointer, None, "body part", "durable state has no named parts: written as data")
+        media_type = part.content_type or "application/octet-stream"
+        return DataContent(uri=f"data:{media_type};base64,{part.content}", media_type=media_type)
+    rec.approximate(part, pointer, None, "body part", "durable state has no named parts: written as text")
+    return TextContent(text=part.content or "")
+
+
+def _kept_extras(rec: Recorder, source: Any, pointer: str, lowered: Any) -> dict[str, Any]:
+    owned = set(_wire_names(type(lowered)))
+    kept = {}
+    for key, value in source.extra.items():
+        if key in owned:
+            rec.drop(source, pointer, key, f"property {key!r}", f"a durable {lowered.kind} content uses that name")
+        else:
+            kept[key] = value
+    return kept
+
+
+def _drop_colliding(rec: Recorder, source: Any, lowered: Any, pointer: str, owned: set[str]) -> Any:
+    """Unknown properties named like a field the record writes cannot travel with it."""
+    colliding = [key for key in source.extra if key in owned]
+    if not colliding:
+        return lowered
+    for key in colliding:
+        rec.drop(source, pointer, key, f"property {key!r}", "durable state uses that name for its own field")
+    if lowered is source:
+        lowered = source.model_copy()
+    object.__setattr__(lowered, "__pydantic_extra__", {k: v for k, v in lowered.extra.items() if k not in colliding})
+    return lowered
+
+
+def _wire_names(cls: type) -> list[str]:
+    return [info.alias or name for name, info in cls.model_fields.items()]
+
+
+__all__ = ["NAME", "lower", "entry_pointer"]
