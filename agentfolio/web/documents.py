@@ -22,7 +22,7 @@ from typing import Any, Literal
 from agentfolio.formats import registry
 from agentfolio.formats.base import ReadResult
 from agentfolio.formats.errors import FormatError, Problem
-from agentfolio.formats.jsonio import parse_json
+from agentfolio.formats.jsonio import gc_paused, parse_json
 
 Kind = Literal["session", "trace", "schema_version", "body", "body_schema", "invalid"]
 
@@ -144,7 +144,8 @@ def open_bytes(data: bytes, *, name: str, owner: Any) -> Opened:
         opened.message = error.message
         opened.problems = [Problem(error.pointer or "", error.message)]
         return opened
-    return detect(document, name=name, size=len(data), owner=owner)
+    with gc_paused():
+        return detect(document, name=name, size=len(data), owner=owner)
 
 
 class OpenedFiles:
