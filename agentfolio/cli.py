@@ -96,17 +96,45 @@ def show(
     file: Path = typer.Argument(..., help="A file in any supported format.", show_default=False),
     strict: bool = typer.Option(False, "--strict", help="Refuse files that break their schema."),
     format_name: Optional[str] = typer.Option(None, "--format", help="Skip detection: read as this format."),
+    as_format: Optional[str] = typer.Option(None, "--as", help="Show what converting to this format keeps "
+                                            "(e.g. envelope); what it loses goes to stderr."),
+    expand: bool = typer.Option(False, "--expand", help="Open folded segments (system prompts, memory, tools...)."),
     max_bytes: int = MaxBytes,
 ) -> None:
-    """Show a conversation: roles, calls beside their results, reasoning, token usage."""
+    """Show a conversation: each segment kind in its own look, calls beside their results, token usage."""
     from agentfolio.present.terminal import print_session
 
     try:
         result = read_file(file, strict=strict, max_bytes=max_bytes, format_name=format_name)
+        session = result.session
+        if as_format is not None and as_format != result.format:
+            conversion = _convert_read(result, as_format)
+            _print_losses(conversion.losses, str(file), result.format, as_format)
+            session = registry.get(as_format).read(conversion.result, strict=False).session
     except FormatError as error:
-        fail(error.one_line())
+        fail(error.one_line() if error.source else f"{file}: {error.one_line()}")
     _warn_problems(result, str(file))
-    print_session(result.session, console=stdout, title=str(file))
+    print_session(session, console=stdout, title=str(file), expand=expand)
+
+
+def _convert_read(result: ReadResult, to: str, *, strict: bool = False) -> Any:
+    from agentfolio.formats.convert import ConvertOptions, convert as convert_session
+
+    return convert_session(result.session, to=to, from_=result.format, origin=result.origin,
+                           options=ConvertOptions(strict=strict))
+
+
+def _print_losses(losses: list[Any], source: str, source_format: str | None, target: str) -> None:
+    """The loss report, on stderr: one line per kind of loss, with where it happened."""
+    from agentfolio.formats.convert import summarize
+
+    if not losses:
+        return
+    dropped = sum(not loss.approximated for loss in losses)
+    stderr.print(f"[yellow]loss report:[/] {escape(source)} ({source_format}) → {target}: "
+                 f"{dropped} field(s) dropped, {len(losses) - dropped} approximated", highlight=False, soft_wrap=True)
+    for line in summarize(losses):
+        stderr.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _warn_problems(result: ReadResult, source: str) -> None:
@@ -125,19 +153,26 @@ def convert(
     file: Path = typer.Argument(..., help="A file in any supported format.", show_default=False),
     to: str = typer.Option(..., "--to", help="Target format: " + ", ".join(registry.FORMATS)),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
-    strict: bool = typer.Option(False, "--strict", help="Refuse files that break their schema."),
+    strict: bool = typer.Option(False, "--strict", help="Fail if the file breaks its schema or if converting "
+                                "would drop or approximate anything."),
     format_name: Optional[str] = typer.Option(None, "--format", help="Skip detection: read as this format."),
     max_bytes: int = MaxBytes,
 ) -> None:
-    """Convert a file to another format, on stdout (or --output)."""
+    """Convert a file to another format, on stdout (or --output); what is lost is reported on stderr."""
+    from agentfolio.formats.convert import LossError
+
     try:
-        target = registry.get(to)
+        registry.get(to)
         result = read_file(file, strict=strict, max_bytes=max_bytes, format_name=format_name)
-        written = target.write(result.session)
+        conversion = _convert_read(result, to, strict=strict)
+    except LossError as error:
+        _print_losses(error.losses, str(file), result.format, to)
+        fail(f"{file}: --strict: converting to {to} would lose {len(error.losses)} field(s) (listed above)")
     except FormatError as error:
         fail(error.one_line() if error.source else f"{file}: {error.one_line()}")
     _warn_problems(result, str(file))
-    data = orjson.dumps(written, option=orjson.OPT_INDENT_2) + b"\n"
+    _print_losses(conversion.losses, str(file), result.format, to)
+    data = orjson.dumps(conversion.result, option=orjson.OPT_INDENT_2) + b"\n"
     if output is None:
         sys.stdout.buffer.write(data)
     else:

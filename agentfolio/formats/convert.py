@@ -81,17 +81,21 @@ def lowering_for(target: str) -> Callable[..., Lowered]:
 
 def convert(document_or_session: Any, *, to: str, from_: str | None = None,
             options: ConvertOptions | None = None, strict_read: bool = True,
-            source: str | None = None) -> Conversion:
+            source: str | None = None, origin: Origin | None = None) -> Conversion:
     """Convert a parsed document (or a canonical Session) to the format ``to``.
 
-    ``from_`` skips detection.  ``options.strict`` raises LossError instead of returning
-    a lossy conversion; ``strict_read`` refuses a source that breaks its schema.
+    ``from_`` skips detection (for a Session: the format it was read from, with
+    ``origin`` from its ReadResult so losses point into that document).
+    ``options.strict`` raises LossError instead of returning a lossy conversion;
+    ``strict_read`` refuses a source that breaks its schema.
     """
     options = options or ConvertOptions()
     target = registry.get(to)
     problems: list[Problem] = []
     if isinstance(document_or_session, Session):
-        session, origin, source_format = document_or_session, None, from_
+        session, source_format = document_or_session, from_
+        if origin is None and from_ in _SESSION_POINTERS:
+            origin = Origin(prefix=_SESSION_POINTERS[from_], presentation=True)
     else:
         module = registry.get(from_) if from_ else registry.detect(document_or_session, source=source)
         read = module.read(document_or_session, strict=strict_read, source=source)

@@ -165,7 +165,7 @@ def _plain_text_looks(rec: Recorder, message: Message, entry_index: int, index: 
 
 def _as_text(content: Any) -> tuple[str | None, str]:
     if isinstance(content, TemplateVariableContent):
-        return content.value, f"template variable {{{{{content.name}}}}} (its name and description)"
+        return content.value, "template variable (its name and description)"
     if isinstance(content, MemoryContent):
         return memory_text(content), "memory"
     if isinstance(content, SkillsContent):

@@ -163,12 +163,28 @@ def one_line(text: str | None, limit: int = SUMMARY_CHARS) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+#: The label a segment kind is introduced by, in every renderer.
+KIND_LABELS: dict[str, str] = {
+    "text": "text", "system_prompt": "system prompt", "long_text": "long text", "static_var": "variable",
+    "memory": "memory", "skills": "skills", "tool_overview": "tools", "tool_call_request": "call",
+    "tool_call_result": "result", "document": "document", "media": "media", "reasoning": "reasoning",
+    "error": "error", "usage": "usage", "hosted": "hosted", "file": "file", "part": "part", "raw": "raw",
+}
+
+
+def char_count(content: object) -> int | float:
+    """A text's length: the count the record declares (envelope ``charCount``), else its own."""
+    presentation = getattr(content, "presentation", None)
+    declared = presentation.char_count if presentation is not None else None
+    return declared if declared is not None else len(getattr(content, "text", None) or "")
+
+
 def segment_summary(content: object, kind: str | None = None) -> str:
     """The one line shown for a segment while it is folded, after the kind's own label."""
     kind = kind or segment_kind(content)
     items = getattr(content, "items", None)
     if kind in ("system_prompt", "long_text"):
-        return f"{len(content.text or ''):,} chars · {one_line(content.text, 80)}"  # type: ignore[attr-defined]
+        return f"{char_count(content):,} chars · {one_line(content.text, 80)}"  # type: ignore[attr-defined]
     if kind == "reasoning":
         return f"{len(content.text or ''):,} chars"  # type: ignore[attr-defined]
     if kind == "memory":
@@ -177,7 +193,48 @@ def segment_summary(content: object, kind: str | None = None) -> str:
         return f"{_count(items, 'skill')}: " + ", ".join(item.name for item in items[:6])
     if kind == "tool_overview":
         return f"{_count(items, 'tool')}: " + ", ".join(item.name for item in items[:6])
+    if kind == "tool_call_request":
+        arguments = getattr(content, "arguments", None)
+        count = len(arguments) if isinstance(arguments, dict) else (1 if arguments else 0)
+        return f"{getattr(content, 'name', None) or '?'} · {count} argument{'' if count == 1 else 's'}"
+    if kind == "tool_call_result":
+        result = getattr(content, "result", None)
+        size = len(result) if isinstance(result, str) else len(_json_text(result))
+        return f"{'failed' if call_failed(content) else 'ok'} · {size:,} chars"  # type: ignore[arg-type]
+    if kind == "static_var":
+        return f"{variable_label(content)} = {one_line(getattr(content, 'value', ''), 60)}"
+    if kind == "document":
+        return f"{getattr(content, 'file_name', '?')} · {human_size(getattr(content, 'size_bytes', None))}"
+    if kind == "media":
+        media = content_media(content)
+        return f"{media.media if media else '?'} · {getattr(content, 'uri', None) or getattr(content, 'url', '')}"
     return kind
+
+
+def variable_label(content: object) -> str:
+    """How a template variable is named on screen: ``{{name}}``."""
+    return "{{" + str(getattr(content, "name", "?")) + "}}"
+
+
+def human_size(size: float | None) -> str:
+    """``48,213 bytes``, ``47.1 KB``...; ``size unknown`` for None."""
+    if size is None:
+        return "size unknown"
+    value = float(size)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{int(value):,} bytes" if unit == "bytes" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} GB"  # pragma: no cover
+
+
+def _json_text(value: object) -> str:
+    import orjson
+
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return str(value)
 
 
 def _count(items: object, noun: str) -> str:

@@ -1,4 +1,11 @@
-"""A conversation in the terminal, with Rich: roles styled, calls beside their results."""
+"""A conversation in the terminal, with Rich: roles styled, calls beside their results.
+
+Every segment kind has its own look, decided by :mod:`agentfolio.present.rules` (the
+same rules the web viewer uses): folded segments are one summary line with counts
+(``expand=True`` opens them), tool catalogs are tables, memory and skills lists,
+documents cards with size and snippet, media their type, URL and alt text, template
+variables ``{{name}}`` with value and description, tool results green or red by success.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,9 @@ import orjson
 from rich.console import Console, Group, RenderableType
 from rich.json import JSON
 from rich.padding import Padding
+from rich.panel import Panel
 from rich.rule import Rule
+from rich.table import Table
 from rich.text import Text
 
 from agentfolio.model import (
@@ -28,6 +37,7 @@ from agentfolio.model import (
     UriContent,
     UsageContent,
 )
+from agentfolio.present import rules
 from agentfolio.present.rules import (
     ROLE_STYLES,
     UNKNOWN_ROLE_STYLE,
@@ -38,15 +48,25 @@ from agentfolio.present.rules import (
     token_totals,
 )
 
+# Rich styles for the rules' intents.
+_OK, _FAILED = "green", "red"
+_KIND_STYLES = {"system_prompt": "magenta", "long_text": "white", "static_var": "cyan", "memory": "blue",
+                "skills": "blue", "tool_overview": "blue", "document": "bright_blue", "media": "bright_blue",
+                "reasoning": "dim italic"}
+
 _RESULT_PREVIEW = 2000
 
 
-def render_session(session: Session, *, title: str | None = None) -> Group:
+def render_session(session: Session, *, title: str | None = None, expand: bool = False) -> Group:
+    """The session for a terminal; ``expand`` opens every folded segment."""
     pairs = pair_tool_calls(session)
     parts: list[RenderableType] = []
     header = Text(title or "session", style="bold")
     if session.schema_version:
         header.append(f"  durable state {session.schema_version}", style="dim")
+    model = session.extra.get("model")
+    if isinstance(model, str):
+        header.append(f"  model {model}", style="dim")
     header.append(f"  {len(session.entries)} entries", style="dim")
     parts.append(header)
     for index, entry in enumerate(session.entries):
@@ -55,7 +75,7 @@ def render_session(session: Session, *, title: str | None = None) -> Group:
             parts.append(_raw(f"entry of unknown kind {entry.kind!r}, kept as read", entry.to_json_value()))
             continue
         for message in entry.items:
-            parts.append(_message(message, pairs))
+            parts.append(_message(message, pairs, expand))
         usage = entry_usage(entry)
         if usage is not None:
             parts.append(Padding(Text(format_usage(usage), style="dim"), (0, 0, 0, 2)))
@@ -66,8 +86,9 @@ def render_session(session: Session, *, title: str | None = None) -> Group:
     return Group(*parts)
 
 
-def print_session(session: Session, *, console: Console | None = None, title: str | None = None) -> None:
-    (console or Console()).print(render_session(session, title=title))
+def print_session(session: Session, *, console: Console | None = None, title: str | None = None,
+                  expand: bool = False) -> None:
+    (console or Console()).print(render_session(session, title=title, expand=expand))
 
 
 def _entry_rule(index: int, entry: Any) -> Rule:
@@ -81,31 +102,27 @@ def _entry_rule(index: int, entry: Any) -> Rule:
     return Rule(Text(label, style="dim"), align="left", style="dim")
 
 
-def _message(message: Message, pairs: ToolPairs) -> RenderableType:
+def _message(message: Message, pairs: ToolPairs, expand: bool = False) -> RenderableType:
     role = message.role or "?"
     head = Text(role, style=ROLE_STYLES.get(role, UNKNOWN_ROLE_STYLE))
     if message.author_name:
         head.append(f" ({message.author_name})", style="italic")
     if message.created_at:
         head.append(f"  {message.created_at}", style="dim")
-    body = [Padding(block, (0, 0, 0, 2)) for block in _contents(message.items, pairs)]
+    body = [Padding(block, (0, 0, 0, 2)) for block in _contents(message.items, pairs, expand)]
     return Group(head, *body)
 
 
-def _contents(contents: Iterable[Any], pairs: ToolPairs) -> Iterable[RenderableType]:
+def _contents(contents: Iterable[Any], pairs: ToolPairs, expand: bool = False) -> Iterable[RenderableType]:
     for content in contents:
-        if isinstance(content, TextContent):
-            yield Text(content.text or "")
-        elif isinstance(content, ReasoningContent):
-            yield Text("thinking: " + (content.text or ""), style="dim italic")
-        elif isinstance(content, FunctionCallContent):
-            yield _call(content, pairs.result_of(content))
-        elif isinstance(content, FunctionResultContent):
-            if pairs.is_paired(content):
-                yield Text(f"↳ result of {content.call_id} (shown with its call)", style="dim")
-            else:
-                name = pairs.call_names.get(content.call_id or "", "unmatched call")
-                yield Group(Text(f"← result of {name} [{content.call_id}]", style="yellow"), _value(content.result))
+        kind = rules.segment_kind(content)
+        paired = kind == "tool_call_result" and pairs.is_paired(content)  # shown with its call
+        if kind in _SEGMENTS and not expand and not paired and rules.is_folded(content, kind):
+            yield _folded(content, kind, pairs)
+            continue
+        render = _SEGMENTS.get(kind)
+        if render is not None:
+            yield render(content, pairs)
         elif isinstance(content, ErrorContent):
             code = f" [{content.error_code}]" if content.error_code else ""
             yield Text(f"error{code}: {content.message or ''}", style="bold red")
@@ -128,6 +145,118 @@ def _contents(contents: Iterable[Any], pairs: ToolPairs) -> Iterable[RenderableT
             yield _raw(f"{content.kind}", content.to_json_value())
 
 
+def _folded(content: Any, kind: str, pairs: ToolPairs) -> RenderableType:
+    """One line: ▸ label · summary with counts (``--expand`` opens it)."""
+    line = Text("▸ ", style="dim")
+    style = _KIND_STYLES.get(kind, "bold")
+    if kind == "tool_call_result" or (kind == "tool_call_request" and pairs.result_of(content) is not None):
+        result = content if kind == "tool_call_result" else pairs.result_of(content)
+        style = _FAILED if rules.call_failed(result) else _OK
+    line.append(rules.KIND_LABELS.get(kind, kind), style=f"bold {style}")
+    line.append(" · " + rules.segment_summary(content, kind), style="dim")
+    return line
+
+
+def _label(kind: str, extra: str = "") -> Text:
+    label = Text(rules.KIND_LABELS.get(kind, kind), style=f"bold {_KIND_STYLES.get(kind, '')}".strip())
+    if extra:
+        label.append(f" · {extra}", style="dim")
+    return label
+
+
+def _text(content: TextContent, pairs: ToolPairs) -> RenderableType:
+    return Text(content.text or "")
+
+
+def _system_prompt(content: TextContent, pairs: ToolPairs) -> RenderableType:
+    return Panel(Text(content.text or ""), title=_label("system_prompt"), title_align="left",
+                 border_style=_KIND_STYLES["system_prompt"])
+
+
+def _long_text(content: TextContent, pairs: ToolPairs) -> RenderableType:
+    return Group(_label("long_text", f"{rules.char_count(content):,} chars"), Text(content.text or ""))
+
+
+def _reasoning(content: Any, pairs: ToolPairs) -> RenderableType:
+    return Text("thinking: " + (content.text or ""), style="dim italic")
+
+
+def _static_var(content: Any, pairs: ToolPairs) -> RenderableType:
+    line = Text(rules.variable_label(content), style="bold cyan")
+    line.append(" = ")
+    line.append(content.value)
+    if content.description:
+        line.append(f"  — {content.description}", style="dim italic")
+    return line
+
+
+def _bullets(kind: str, description: str | None, rows: Iterable[tuple[str, str]]) -> RenderableType:
+    lines: list[RenderableType] = [_label(kind, description or "")]
+    for name, text in rows:
+        line = Text("  • ")
+        line.append(name, style="bold")
+        line.append(f": {text}")
+        lines.append(line)
+    return Group(*lines)
+
+
+def _memory(content: Any, pairs: ToolPairs) -> RenderableType:
+    return _bullets("memory", content.description, ((item.title, item.content) for item in content.items))
+
+
+def _skills(content: Any, pairs: ToolPairs) -> RenderableType:
+    return _bullets("skills", content.description, ((item.name, item.description) for item in content.items))
+
+
+def _tool_overview(content: Any, pairs: ToolPairs) -> RenderableType:
+    table = Table(title=_label("tool_overview", f"{len(content.items)} tools"), title_justify="left",
+                  show_lines=False, border_style="blue")
+    table.add_column("tool", style="bold")
+    table.add_column("description")
+    table.add_column("parameters", style="dim")
+    for item in content.items:
+        table.add_row(item.name, item.description, item.parameters or "")
+    return table
+
+
+def _document(content: Any, pairs: ToolPairs) -> RenderableType:
+    body = Text(content.snippet or "", style="italic") if content.snippet else Text("(no snippet)", style="dim")
+    subtitle = f"{content.media_type} · {rules.human_size(content.size_bytes)}"
+    return Panel(body, title=Text(f"📄 {content.file_name}", style="bold"), title_align="left",
+                 subtitle=subtitle, subtitle_align="right", border_style=_KIND_STYLES["document"], expand=False)
+
+
+def _media(content: Any, pairs: ToolPairs) -> RenderableType:
+    media = rules.content_media(content)
+    uri = getattr(content, "uri", None) or getattr(content, "url", None) or ""
+    line = Text(f"[{media.media if media else 'media'}] ", style="bold bright_blue")
+    line.append(uri if len(uri) <= 100 else uri[:99] + "…", style="underline bright_blue")
+    alt = media.alt if media else None
+    if alt:
+        line.append(f'  "{alt}"', style="italic")
+    return line
+
+
+def _tool_call(content: FunctionCallContent, pairs: ToolPairs) -> RenderableType:
+    return _call(content, pairs.result_of(content))
+
+
+def _tool_result(content: FunctionResultContent, pairs: ToolPairs) -> RenderableType:
+    if pairs.is_paired(content):
+        return Text(f"↳ result of {content.call_id} (shown with its call)", style="dim")
+    name = content.extra.get("toolName") or pairs.call_names.get(content.call_id or "", "unmatched call")
+    style = _FAILED if rules.call_failed(content) else _OK
+    mark = "✗ failed" if rules.call_failed(content) else "✓"
+    return Group(Text(f"← result of {name} [{content.call_id}] {mark}", style=style), _value(content.result))
+
+
+_SEGMENTS = {
+    "text": _text, "system_prompt": _system_prompt, "long_text": _long_text, "reasoning": _reasoning,
+    "static_var": _static_var, "memory": _memory, "skills": _skills, "tool_overview": _tool_overview,
+    "document": _document, "media": _media, "tool_call_request": _tool_call, "tool_call_result": _tool_result,
+}
+
+
 def _call(call: FunctionCallContent, result: FunctionResultContent | None) -> RenderableType:
     head = Text("→ call ", style="bold yellow")
     head.append(call.name or "?", style="bold")
@@ -138,7 +267,9 @@ def _call(call: FunctionCallContent, result: FunctionResultContent | None) -> Re
     if result is None:
         parts.append(Padding(Text("no result recorded", style="dim red"), (0, 0, 0, 2)))
     else:
-        parts.append(Padding(Group(Text("← result", style="yellow"), _value(result.result)), (0, 0, 0, 2)))
+        failed = rules.call_failed(result)
+        head = Text(f"← result {'✗ failed' if failed else '✓'}", style=_FAILED if failed else _OK)
+        parts.append(Padding(Group(head, _value(result.result)), (0, 0, 0, 2)))
     return Group(*parts)
 
 
