@@ -413,7 +413,7 @@ def test_stored_traces_and_agents(page: Any) -> None:
     rows = page.locator(".instance-table tbody tr")
     assert rows.count() == 2
     page.console.screenshot("traces-stored")
-    rows.filter(has_text="5").first.locator("a").first.click()
+    rows.filter(has=page.locator("td.num", has_text=re.compile(r"^5\b"))).locator("a").first.click()
     page.wait_for_selector("html[data-viewer-ready]", state="attached")
     spans = page.locator(".span-row[role=treeitem]")
     assert spans.count() == 5
