@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from agentfolio.formats import canonical, durable_state, envelope
+from agentfolio.formats import canonical, durable_state, envelope, openai_chat
 from agentfolio.formats.errors import FormatError
 
 # Order matters for detection: the most specific shape first.
@@ -13,6 +13,7 @@ FORMATS: dict[str, ModuleType] = {
     durable_state.NAME: durable_state,
     canonical.NAME: canonical,
     envelope.NAME: envelope,
+    openai_chat.NAME: openai_chat,
 }
 
 
