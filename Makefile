@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/agentfolio show agentfolio/samples/durable-agent-state.sample.json
+	$(VENV)/bin/agentfolio serve --demo
 
 # The test set-up starts what the tests need: the machine's PostgreSQL 15 (with a test
 # database) and Debian's chromium (installed with apt when missing). When either cannot

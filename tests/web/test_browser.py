@@ -413,7 +413,9 @@ def test_stored_traces_and_agents(page: Any) -> None:
     rows = page.locator(".instance-table tbody tr")
     assert rows.count() == 2
     page.console.screenshot("traces-stored")
-    rows.filter(has=page.locator("td.num", has_text=re.compile(r"^5\b"))).locator("a").first.click()
+    # The list page is "ready" too: wait for the trace page itself, not the attribute.
+    with page.expect_navigation(url=re.compile(r"/traces/[0-9a-z]+$")):
+        rows.filter(has=page.locator("td.num", has_text=re.compile(r"^5\b"))).locator("a").first.click()
     page.wait_for_selector("html[data-viewer-ready]", state="attached")
     spans = page.locator(".span-row[role=treeitem]")
     assert spans.count() == 5
