@@ -125,6 +125,15 @@ def unpack_body(body: bytes, refs: str | None, fetch: Callable[[str], bytes]) ->
     return body
 
 
+def search_text(text: str) -> str:
+    """Text as the search column holds it: lower-cased, NUL shown as U+FFFD.
+
+    PostgreSQL refuses NUL in text columns; the search text is derived, not the source
+    (the entry's exact JSON is kept as bytes), so queries are normalised the same way.
+    """
+    return text.lower().replace("\x00", "\ufffd")
+
+
 def entry_text(entry: Any, limit: int) -> str:
     """Lower-cased text of an entry's messages: texts, reasoning, errors, tool names and data."""
     if not isinstance(entry, dict):
@@ -145,8 +154,8 @@ def entry_text(entry: Any, limit: int) -> str:
                 parts.append(text)
                 size += len(text) + 1
                 if size >= limit:
-                    return "\n".join(parts)[:limit].lower()
-    return "\n".join(parts).lower()
+                    return search_text("\n".join(parts)[:limit])
+    return search_text("\n".join(parts))
 
 
 def parse_time(value: Any) -> float | None:

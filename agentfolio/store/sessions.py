@@ -30,6 +30,7 @@ from agentfolio.store.documents import (
     assemble,
     head_with_history,
     pack_entry,
+    search_text,
     split_document,
     unpack_body,
 )
@@ -188,7 +189,8 @@ class Sessions:
         if cutoff is not None:
             query = query.where(sessions.c.updated_at >= cutoff)
         if agent is not None:
-            query = query.where(sessions.c.agent == agent)
+            # No stored agent holds a NUL (create refuses it; PostgreSQL could not store it).
+            query = query.where(sa.false() if "\x00" in agent else sessions.c.agent == agent)
         activity_end = sa.func.coalesce(sessions.c.last_activity_at, sessions.c.updated_at)
         activity_start = sa.func.coalesce(sessions.c.first_activity_at, sessions.c.created_at)
         if since is not None:
@@ -196,7 +198,7 @@ class Sessions:
         if until is not None:
             query = query.where(activity_start <= until)
         if text:
-            pattern = "%" + text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            pattern = "%" + search_text(text).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             query = query.where(sa.exists().where(entries.c.session_pk == sessions.c.pk,
                                                   entries.c.text.like(pattern, escape="\\")))
         query = query.order_by(sessions.c.updated_at.desc(), sessions.c.id).limit(limit).offset(offset)
@@ -221,6 +223,8 @@ class Sessions:
             raise InvalidInput(f"session id {session_id!r} must be {SESSION_ID_RULE}")
         if agent is not None and not (0 < len(agent) <= 200):
             raise InvalidInput("agent must be 1-200 characters")
+        if agent is not None and "\x00" in agent:
+            raise InvalidInput("agent must not contain NUL characters")
         problems = check_document(document, strict=strict)
         head, history_at, history = split_document(document)
         packed = [self._pack(entry) for entry in history]

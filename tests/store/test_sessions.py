@@ -176,6 +176,19 @@ def test_list_and_search(store: Store) -> None:
     assert {s.id for s in first_page + second_page} == {"a", "b", "c"}
 
 
+def test_nul_characters_are_kept_exactly_and_searchable_on_every_backend(store: Store) -> None:
+    # PostgreSQL refuses NUL in text columns: the entry's JSON keeps it exactly, the
+    # derived search text and the queries hold U+FFFD instead, on both backends alike.
+    account = store.accounts.ensure("nul")
+    document = state(request_entry("before\x00after"))
+    store.sessions.create(account, document, session_id="n", agent="bot")
+    assert store.sessions.get_bytes(account, "n")[1] == orjson.dumps(document)
+    assert [s.id for s in store.sessions.list(account, text="before\x00after")] == ["n"]
+    assert store.sessions.list(account, agent="bot\x00") == []
+    with pytest.raises(InvalidInput, match="NUL"):
+        store.sessions.create(account, state(), session_id="m", agent="b\x00t")
+
+
 def test_idle_sessions_expire(settings, tmp_path: Path) -> None:
     with Store.open(settings.with_(session_ttl=3600)) as store:
         account = store.accounts.ensure("alice")
