@@ -14,6 +14,7 @@ from agentfolio.api.auth import current_account
 from agentfolio.api.body import parse_body
 from agentfolio.api.errors import error_responses, success
 from agentfolio.formats import registry
+from agentfolio.formats.convert import convert
 from agentfolio.store import Account
 
 router = APIRouter(prefix="/api/v1", tags=["render"])
@@ -35,32 +36,12 @@ def convert_document(document: Any, *, to: str | None, source_format: str | None
         "to": to, "document": None, "losses": [],
     }
     if to is not None:
-        written, losses = _write(result.session, to)
-        report["document"] = written
-        report["losses"] = losses
+        # The session already read, with where each record came from, so every loss
+        # points into the posted document.
+        conversion = convert(result.session, to=to, from_=result.format, origin=result.origin)
+        report["document"] = conversion.result
+        report["losses"] = [loss.to_json() for loss in conversion.losses]
     return report
-
-
-def _write(session: Any, to: str) -> tuple[Any, list[dict[str, Any]]]:
-    try:
-        from agentfolio.formats import convert as converter  # lands with the envelope format
-    except ImportError:
-        converter = None
-    if converter is not None and hasattr(converter, "convert"):
-        outcome = converter.convert(session, to=to)
-        document = getattr(outcome, "document", None)
-        if document is None and isinstance(outcome, tuple):
-            document, loss = outcome
-        else:
-            loss = getattr(outcome, "losses", None) or getattr(outcome, "loss", None) or []
-        return document, [item if isinstance(item, dict) else _loss_json(item) for item in loss]
-    return registry.get(to).write(session), []
-
-
-def _loss_json(item: Any) -> dict[str, Any]:
-    if hasattr(item, "to_json"):
-        return item.to_json()
-    return {"message": str(item)}
 
 
 def convert_bytes(data: bytes, to: str) -> bytes:

@@ -1,0 +1,27 @@
+"""``convert_document``, the work behind ``/api/v1/render``: losses point into what was posted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from agentfolio.api.render import convert_document
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def test_losses_point_into_the_posted_envelope() -> None:
+    envelope = orjson.loads((FIXTURES / "envelope" / "gallery.json").read_bytes())
+    report = convert_document(envelope, to="durable-state")
+    assert report["from"] == "envelope" and report["valid"] is True
+    assert report["document"]["schemaVersion"]
+    assert report["losses"], "an envelope's presentation cannot all survive durable state"
+    assert all(loss["pointer"].startswith("/messages/") for loss in report["losses"])
+
+
+def test_same_format_is_lossless() -> None:
+    sample = Path(__file__).resolve().parents[2] / "agentfolio" / "samples" / "durable-agent-state.sample.json"
+    document = orjson.loads(sample.read_bytes())
+    report = convert_document(document, to="durable-state")
+    assert report["losses"] == [] and report["document"] == document
