@@ -1,64 +1,27 @@
-"""Prompt Envelope 1.0: ``{version, model?, messages: [{id, role, segments, timestamp}]}``.
-
-A message is a list of typed segments, each with its own look.  Reading maps every
-segment onto a canonical content, so a read followed by a write gives back the same
-JSON value:
-
-==================  ===============================================================
-segment             canonical content
-==================  ===============================================================
-text                TextContent
-system_prompt       TextContent, presentation ``style="system_prompt"``, collapsed
-long_text           TextContent, presentation ``style="long_text"``, charCount, collapsed
-static_var          TemplateVariableContent
-memory              MemoryContent (+ collapsed)
-skills              SkillsContent (+ collapsed)
-tool_overview       ToolCatalogContent (+ collapsed)
-tool_call_request   FunctionCallContent, callId generated ``call_<message>_<segment>``
-tool_call_result    FunctionResultContent paired with the earliest open request of the
-                    same toolName (its callId); ``success`` kept in ``extra``, and
-                    ``toolName`` too when no request matches
-document            DocumentContent
-media               DataContent (``data:`` URL) or UriContent, mediaType ``image/*``
-                    (or the data URL's own type when it is of that class); altText in
-                    ``extra``
-==================  ===============================================================
-
-Messages: ``id`` → messageId, ``timestamp`` (Unix epoch milliseconds) → createdAt as an
-ISO 8601 UTC string that encodes the number exactly (see :func:`ms_to_iso`).  Runs of
-system/user messages become request entries and runs of assistant/tool messages
-response entries; writing flattens them again.  Unknown properties at every level are
-kept in the records' ``extra`` and written back.
-"""
+"""Lowering any canonical session to one the envelope writer holds, reporting each loss."""
 
 from __future__ import annotations
 
-import math
-import re
-from collections import deque
-from datetime import datetime, timedelta, timezone
-from decimal import Decimal, InvalidOperation
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
-from pydantic import ValidationError
 
-from agentfolio.formats.base import ReadResult
-from agentfolio.formats.errors import FormatError, InvalidDocumentError, Problem, UnsupportedVersionError, json_pointer
+from agentfolio.formats.envelope.reader import _SegmentReader, group_entries
+from agentfolio.formats.envelope.spec import MESSAGE_KEYS, REQUEST_ROLES, ROLES, SEGMENT_KEYS
+from agentfolio.formats.envelope.timestamps import iso_to_ms, ms_to_iso, timestamp_problem
+from agentfolio.formats.errors import FormatError
 from agentfolio.formats.losses import (
     ConvertOptions,
     Lowered,
     Origin,
     Recorder,
     content_pointer,
-    document_text,
     entry_pointer,
     json_text,
     message_pointer,
     set_fields,
     with_extras,
 )
-from agentfolio.formats.schema_check import check
 from agentfolio.model import (
     DataContent,
     DocumentContent,
@@ -68,456 +31,23 @@ from agentfolio.model import (
     HostedFileContent,
     HostedVectorStoreContent,
     MemoryContent,
-    MemoryItem,
     Message,
     OpaqueContent,
     OpaqueEntry,
     PartContent,
     Presentation,
     ReasoningContent,
-    RequestEntry,
-    ResponseEntry,
     Session,
     SessionData,
-    SkillItem,
     SkillsContent,
     TemplateVariableContent,
     TextContent,
     ToolCatalogContent,
-    ToolDescription,
     UnknownContent,
     UriContent,
     UsageContent,
 )
 
-NAME = "envelope"
-VERSION = "1.0"
-SCHEMA = "prompt-envelope-1.0.json"
-
-ROLES = ("system", "user", "assistant", "tool")
-REQUEST_ROLES = frozenset({"system", "user"})
-MEDIA_TYPES = ("image", "audio", "video")
-
-# Segment kind → the properties it owns (everything else on a segment is an unknown
-# property, kept in the content's ``extra``).
-SEGMENT_KEYS: dict[str, tuple[str, ...]] = {
-    "text": ("kind", "content"),
-    "system_prompt": ("kind", "content", "collapsed"),
-    "long_text": ("kind", "content", "charCount", "collapsed"),
-    "static_var": ("kind", "name", "value", "description"),
-    "memory": ("kind", "description", "items", "collapsed"),
-    "skills": ("kind", "description", "items", "collapsed"),
-    "tool_overview": ("kind", "items", "collapsed"),
-    "tool_call_request": ("kind", "toolName", "arguments", "collapsed"),
-    "tool_call_result": ("kind", "toolName", "result", "success", "collapsed"),
-    "document": ("kind", "fileName", "mimeType", "snippet", "sizeBytes", "parsedContent"),
-    "media": ("kind", "mediaType", "url", "altText"),
-}
-MESSAGE_KEYS = ("id", "role", "segments", "timestamp")
-ROOT_KEYS = ("version", "model", "messages")
-# Kinds folded when a record does not say (agentfolio.present.rules.FOLDED_KINDS).
-_FOLDED_BY_DEFAULT = frozenset({"system_prompt", "memory", "skills", "tool_overview", "long_text"})
-
-
-# -- Timestamps ----------------------------------------------------------------------
-#
-# The envelope counts epoch milliseconds; the model keeps ISO 8601 strings.  An integer
-# count is written with exactly three fraction digits (``…:20.123Z``), any other number
-# with at least six (``…:20.123400Z``, ``…:20.000000Z`` for ``1700000000000.0``), so the
-# string gives back the very number it came from, integer or float.
-
-MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
-                  r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))?")
-
-
-def timestamp_problem(value: Any) -> str | None:
-    """Why ``value`` is not a usable envelope timestamp, or None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None  # the schema says "expected number"
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"timestamp {value} is not a finite number of milliseconds"
-    if value < 0 or math.copysign(1.0, value) < 0:
-        return f"timestamp {_number(value)} is before 1970-01-01 (Unix epoch milliseconds cannot be negative)"
-    if value > MAX_MS:
-        return f"timestamp {_number(value)} is after 9999-12-31 (is it in microseconds or nanoseconds?)"
-    return None
-
-
-def ms_to_iso(value: int | float) -> str:
-    """Epoch milliseconds as an ISO 8601 UTC string that :func:`iso_to_ms` reverses exactly."""
-    problem = timestamp_problem(value)
-    if problem:
-        raise ValueError(problem)
-    if isinstance(value, int):
-        seconds, millis = divmod(value, 1000)
-        return (_EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S") + f".{millis:03d}Z"
-    exact = Decimal(repr(value))
-    whole = int(exact // 1000)
-    fraction = format((exact - whole * 1000) / 1000, "f")  # "0.xxxxx" or "0"
-    digits = fraction.partition(".")[2].rstrip("0").ljust(6, "0")
-    return (_EPOCH + timedelta(seconds=whole)).strftime("%Y-%m-%dT%H:%M:%S") + f".{digits}Z"
-
-
-def iso_to_ms(text: str) -> int | float | None:
-    """An ISO 8601 date-time as epoch milliseconds (an int when it is whole and written
-    with at most three fraction digits), or None if it is not one.  A time without an
-    offset is taken as UTC."""
-    match = _ISO.fullmatch(text.strip()) if isinstance(text, str) else None
-    if match is None:
-        return None
-    year, month, day, hour, minute, second, fraction, zulu, sign, off_h, off_m = match.groups()
-    try:
-        offset = timezone.utc if zulu or not sign else timezone(
-            (1 if sign == "+" else -1) * timedelta(hours=int(off_h), minutes=int(off_m)))
-        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second or 0), tzinfo=offset)
-    except ValueError:
-        return None
-    whole = (moment - _EPOCH) // timedelta(seconds=1) * 1000
-    if not fraction or (len(fraction) <= 3):
-        return whole + int((fraction or "0").ljust(3, "0"))
-    try:
-        exact = Decimal(whole) + Decimal("0." + fraction) * 1000
-    except InvalidOperation:
-        return None
-    return float(exact)
-
-
-def _number(value: Any) -> str:
-    return orjson.dumps(value).decode() if isinstance(value, (int, float)) and math.isfinite(value) else str(value)
-
-
-# -- Reading -------------------------------------------------------------------------
-
-def looks_like(document: Any) -> bool:
-    return (isinstance(document, dict) and "version" in document and "messages" in document
-            and "schemaVersion" not in document)
-
-
-def validate(document: Any) -> list[Problem]:
-    """Version first (a wrong one is refused outright), then the schema and timestamps."""
-    if not isinstance(document, dict):
-        raise FormatError("expected a Prompt Envelope object {version, messages}, found "
-                          + _json_type(document), pointer="")
-    if "version" not in document:
-        raise UnsupportedVersionError(f'no "version": a Prompt Envelope must say its version; supported: {VERSION}',
-                                      pointer="/version")
-    if document["version"] != VERSION:
-        raise UnsupportedVersionError(f"Prompt Envelope version {_short(document['version'])} is not supported; "
-                                      f"supported: {VERSION!r}", pointer="/version")
-    stamps: list[Problem] = []
-    messages = document.get("messages")
-    if isinstance(messages, list):
-        for index, message in enumerate(messages):
-            if isinstance(message, dict) and "timestamp" in message:
-                problem = timestamp_problem(message["timestamp"])
-                if problem:
-                    stamps.append(Problem(json_pointer(["messages", index, "timestamp"]), problem))
-    # A non-finite number reaches the schema check as null: say what it really is.
-    taken = {problem.pointer for problem in stamps}
-    return stamps + [problem for problem in check(SCHEMA, document) if problem.pointer not in taken]
-
-
-def read(document: Any, *, strict: bool = True, source: str | None = None) -> ReadResult:
-    """Read a parsed Prompt Envelope into the canonical model.
-
-    ``strict`` refuses a document that breaks the schema or has an unusable timestamp
-    (InvalidDocumentError lists every problem).  A tolerant read keeps what does not fit
-    as read: a segment with problems as an OpaqueContent, a message's bad ``id``/``role``
-    /``timestamp`` in its ``extra``, so the write still gives the document back.
-    """
-    try:
-        problems = validate(document)
-    except FormatError as error:
-        raise error.with_source(source) if source else error
-    if problems and strict:
-        first = problems[0]
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise InvalidDocumentError(f"{first.message}{more}", source=source, pointer=first.pointer, problems=problems)
-    messages = document.get("messages")
-    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-        raise FormatError("messages must be an array of objects", source=source, pointer="/messages")
-    flagged = {problem.pointer for problem in problems}
-    origin = Origin(presentation=True)
-    session = _read_session(document, flagged, origin, source)
-    return ReadResult(session=session, format=NAME, version=VERSION, problems=problems, origin=origin)
-
-
-def _read_session(document: dict[str, Any], flagged: set[str], origin: Origin, source: str | None) -> Session:
-    reader = _SegmentReader(flagged, origin, source)
-    messages = [reader.message(index, message) for index, message in enumerate(document["messages"])]
-    entries = group_entries(messages)
-    extras = {key: value for key, value in document.items() if key not in ("version", "messages")}
-    session = Session(data=SessionData(conversation_history=tuple(entries)))
-    origin.add(session, "")
-    return with_extras(session, extras)
-
-
-def group_entries(messages: Iterable[Message]) -> list[RequestEntry | ResponseEntry]:
-    """Runs of system/user messages → request entries, assistant/tool runs → responses.
-
-    A message with any other role joins the run before it (a request if it is first).
-    """
-    entries: list[RequestEntry | ResponseEntry] = []
-    run: list[Message] = []
-    run_is_request: bool | None = None
-    for message in messages:
-        is_request = message.role in REQUEST_ROLES if message.role in ROLES else (
-            run_is_request if run_is_request is not None else True)
-        if run and is_request != run_is_request:
-            entries.append(_entry(run_is_request, run))
-            run = []
-        run.append(message)
-        run_is_request = is_request
-    if run:
-        entries.append(_entry(run_is_request, run))
-    return entries
-
-
-def _entry(is_request: bool | None, messages: list[Message]) -> RequestEntry | ResponseEntry:
-    return (RequestEntry if is_request else ResponseEntry)(messages=tuple(messages))
-
-
-class _SegmentReader:
-    def __init__(self, flagged: set[str], origin: Origin, source: str | None) -> None:
-        self.flagged = flagged
-        self.origin = origin
-        self.source = source
-        self.open_calls: dict[str, deque[str]] = {}
-
-    def is_flagged(self, pointer: str) -> bool:
-        return any(p == pointer or p.startswith(pointer + "/") for p in self.flagged)
-
-    def message(self, index: int, raw: dict[str, Any]) -> Message:
-        pointer = json_pointer(["messages", index])
-        known: dict[str, Any] = {}
-        kept_raw: dict[str, Any] = {}
-        if isinstance(raw.get("id"), str):
-            known["message_id"] = raw["id"]
-        if isinstance(raw.get("role"), str):
-            known["role"] = raw["role"]
-        stamp = raw.get("timestamp")
-        if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) and timestamp_problem(stamp) is None:
-            known["created_at"] = ms_to_iso(stamp)
-        segments = raw.get("segments")
-        if isinstance(segments, list) and all(isinstance(s, dict) for s in segments):
-            known["contents"] = tuple(self.segment(index, s_index, segment)
-                                      for s_index, segment in enumerate(segments))
-        field_of = {"message_id": "id", "role": "role", "created_at": "timestamp", "contents": "segments"}
-        for name, key in field_of.items():
-            if name not in known and key in raw:
-                kept_raw[key] = raw[key]  # unusable as read (tolerant read): written back as is
-        extras = {key: value for key, value in raw.items() if key not in MESSAGE_KEYS}
-        message = with_extras(Message(**known), {**kept_raw, **extras})
-        self.origin.add(message, pointer, {"messageId": ("id",), "createdAt": ("timestamp",),
-                                           "contents": ("segments",)})
-        return message
-
-    def segment(self, message_index: int, index: int, raw: dict[str, Any]) -> Any:
-        pointer = json_pointer(["messages", message_index, "segments", index])
-        kind = raw.get("kind")
-        if kind not in SEGMENT_KEYS or self.is_flagged(pointer):
-            content = OpaqueContent.model_validate(raw)
-            self.origin.add(content, pointer)
-            return content
-        try:
-            content, names = getattr(self, "_" + kind)(raw, message_index, index)
-        except (ValidationError, KeyError, TypeError, ValueError) as error:  # pragma: no cover - schema checked
-            raise FormatError(f"cannot read {kind} segment: {error}", source=self.source, pointer=pointer) from None
-        extras = {key: value for key, value in raw.items() if key not in SEGMENT_KEYS[kind]}
-        content = with_extras(content, {**content.extra, **extras})
-        self.origin.add(content, pointer, {**names, "$type": ("kind",), "presentation/collapsed": ("collapsed",),
-                                              "presentation/style": ("kind",),
-                                              "presentation/charCount": ("charCount",)})
-        return content
-
-    @staticmethod
-    def _presentation(raw: dict[str, Any], style: str | None = None, **more: Any) -> Presentation:
-        return Presentation(collapsed=raw["collapsed"], **({"style": style} if style else {}), **more)
-
-    def _text(self, raw, *_):
-        return TextContent(text=raw["content"]), {"text": ("content",)}
-
-    def _system_prompt(self, raw, *_):
-        return TextContent(text=raw["content"], presentation=self._presentation(raw, "system_prompt")), \
-            {"text": ("content",)}
-
-    def _long_text(self, raw, *_):
-        presentation = self._presentation(raw, "long_text", char_count=raw["charCount"])
-        return TextContent(text=raw["content"], presentation=presentation), {"text": ("content",)}
-
-    def _static_var(self, raw, *_):
-        optional = {"description": raw["description"]} if "description" in raw else {}
-        return TemplateVariableContent(name=raw["name"], value=raw["value"], **optional), {}
-
-    def _memory(self, raw, *_):
-        optional = {"description": raw["description"]} if "description" in raw else {}
-        items = tuple(MemoryItem.model_validate(item) for item in raw["items"])
-        return MemoryContent(items=items, presentation=self._presentation(raw), **optional), {}
-
-    def _skills(self, raw, *_):
-        optional = {"description": raw["description"]} if "description" in raw else {}
-        items = tuple(SkillItem.model_validate(item) for item in raw["items"])
-        return SkillsContent(items=items, presentation=self._presentation(raw), **optional), {}
-
-    def _tool_overview(self, raw, *_):
-        items = tuple(ToolDescription.model_validate(item) for item in raw["items"])
-        return ToolCatalogContent(items=items, presentation=self._presentation(raw)), {}
-
-    def _tool_call_request(self, raw, message_index, index):
-        call_id = f"call_{message_index}_{index}"
-        self.open_calls.setdefault(raw["toolName"], deque()).append(call_id)
-        call = FunctionCallContent(call_id=call_id, name=raw["toolName"], arguments=raw["arguments"],
-                                   presentation=self._presentation(raw))
-        return call, {"name": ("toolName",), "callId": ()}
-
-    def _tool_call_result(self, raw, message_index, index):
-        waiting = self.open_calls.get(raw["toolName"])
-        extras: dict[str, Any] = {}
-        if waiting:
-            call_id = waiting.popleft()
-        else:
-            call_id = f"result_{message_index}_{index}"
-            extras["toolName"] = raw["toolName"]  # no request to take the name from
-        extras["success"] = raw["success"]
-        result = FunctionResultContent(call_id=call_id, result=raw["result"], presentation=self._presentation(raw))
-        return with_extras(result, extras), {"callId": ()}
-
-    def _document(self, raw, *_):
-        optional = {"parsed_content": raw["parsedContent"]} if "parsedContent" in raw else {}
-        document = DocumentContent(file_name=raw["fileName"], media_type=raw["mimeType"], snippet=raw["snippet"],
-                                   size_bytes=raw["sizeBytes"], **optional)
-        return document, {"mediaType": ("mimeType",)}
-
-    def _media(self, raw, *_):
-        media, url = raw["mediaType"], raw["url"]
-        extras = {"altText": raw["altText"]} if "altText" in raw else {}
-        names = {"uri": ("url",)}
-        if url.startswith("data:"):
-            declared = url[5:].split(",", 1)[0].split(";", 1)[0]
-            media_type = declared if declared.split("/", 1)[0].lower() == media and "/" in declared else f"{media}/*"
-            return with_extras(DataContent(uri=url, media_type=media_type), extras), names
-        return with_extras(UriContent(uri=url, media_type=f"{media}/*"), extras), names
-
-
-# -- Writing -------------------------------------------------------------------------
-
-def write(session: Session) -> dict[str, Any]:
-    """The session as a Prompt Envelope.
-
-    Raises FormatError for what an envelope cannot hold (reasoning, usage, entry
-    properties...): ``agentfolio.formats.convert`` lowers those first, with a loss
-    report.  Presentation a record leaves open takes the kind's default.
-    """
-    extras = dict(session.extra)
-    document: dict[str, Any] = {"version": VERSION}
-    if "model" in extras:
-        document["model"] = extras.pop("model")
-    call_names = {c.call_id: c.name for _, m in session.messages() for c in m.items
-                  if isinstance(c, FunctionCallContent) and c.call_id is not None}
-    messages = []
-    for entry_index, entry in enumerate(session.entries):
-        if isinstance(entry, OpaqueEntry):
-            raise FormatError(f"an entry of kind {entry.kind!r} has no envelope form; convert the session",
-                              pointer=entry_pointer(entry_index))
-        for message_index, message in enumerate(entry.items):
-            messages.append(_write_message(message, call_names, message_pointer(entry_index, message_index)))
-    document["messages"] = messages
-    for key, value in extras.items():
-        document.setdefault(key, value)
-    return document
-
-
-def dumps(session: Session, *, indent: bool = True) -> bytes:
-    return orjson.dumps(write(session), option=orjson.OPT_INDENT_2 if indent else 0)
-
-
-def _write_message(message: Message, call_names: dict[str, str | None], pointer: str) -> dict[str, Any]:
-    extras = message.extra
-    written: dict[str, Any] = {}
-    if message.message_id is not None:
-        written["id"] = message.message_id
-    if message.role is not None:
-        written["role"] = message.role
-    if message.contents is not None:
-        written["segments"] = [_write_segment(content, call_names, f"{pointer}/contents/{index}")
-                               for index, content in enumerate(message.contents)]
-    if message.created_at is not None:
-        stamp = iso_to_ms(message.created_at)
-        if stamp is None:
-            raise FormatError(f"createdAt {message.created_at!r} is not an ISO 8601 time", pointer=pointer + "/createdAt")
-        written["timestamp"] = stamp
-    for key in MESSAGE_KEYS:
-        if key not in written and key not in extras:
-            raise FormatError(f"an envelope message needs {key!r}; convert the session to generate it",
-                              pointer=pointer)
-    for key, value in extras.items():
-        written.setdefault(key, value)
-    return written
-
-
-def _collapsed(content: Any, kind: str) -> bool:
-    presentation = content.presentation
-    if presentation is not None and presentation.collapsed is not None:
-        return presentation.collapsed
-    return kind in _FOLDED_BY_DEFAULT
-
-
-def _write_segment(content: Any, call_names: dict[str, str | None], pointer: str) -> dict[str, Any]:
-    if isinstance(content, OpaqueContent):
-        return dict(content.extra)
-    segment = _segment_of(content, call_names)
-    if segment is None:
-        raise FormatError(f"{content.kind!r} has no envelope segment; convert the session instead of writing it "
-                          "directly", pointer=pointer)
-    for key, value in content.extra.items():
-        segment.setdefault(key, value)
-    return segment
-
-
-def _segment_of(content: Any, call_names: dict[str, str | None]) -> dict[str, Any] | None:
-    if isinstance(content, TextContent) and content.text is not None:
-        style = content.presentation.style if content.presentation else None
-        if style == "system_prompt":
-            return {"kind": style, "content": content.text, "collapsed": _collapsed(content, style)}
-        if style == "long_text":
-            count = content.presentation.char_count
-            return {"kind": style, "content": content.text, "charCount": len(content.text) if count is None else count,
-                    "collapsed": _collapsed(content, style)}
-        return {"kind": "text", "content": content.text}
-    if isinstance(content, TemplateVariableContent):
-        return {"kind": "static_var", "name": content.name, "value": content.value,
-                **({"description": content.description} if content.description is not None else {})}
-    if isinstance(content, (MemoryContent, SkillsContent)) and content.items:
-        kind = "memory" if isinstance(content, MemoryContent) else "skills"
-        return {"kind": kind, **({"description": content.description} if content.description is not None else {}),
-                "items": [item.to_json_value() for item in content.items], "collapsed": _collapsed(content, kind)}
-    if isinstance(content, ToolCatalogContent) and content.items:
-        return {"kind": "tool_overview", "items": [item.to_json_value() for item in content.items],
-                "collapsed": _collapsed(content, "tool_overview")}
-    if isinstance(content, FunctionCallContent) and content.name is not None and isinstance(content.arguments, dict):
-        return {"kind": "tool_call_request", "toolName": content.name, "arguments": content.arguments,
-                "collapsed": _collapsed(content, "tool_call_request")}
-    if isinstance(content, FunctionResultContent) and isinstance(content.result, str):
-        name = content.extra.get("toolName", call_names.get(content.call_id or ""))
-        success = content.extra.get("success")
-        if not isinstance(name, str) or not isinstance(success, bool):
-            return None
-        return {"kind": "tool_call_result", "toolName": name, "result": content.result, "success": success,
-                "collapsed": _collapsed(content, "tool_call_result")}
-    if isinstance(content, DocumentContent) and content.size_bytes is not None and content.uri is None:
-        return {"kind": "document", "fileName": content.file_name, "mimeType": content.media_type,
-                "snippet": content.snippet, "sizeBytes": content.size_bytes,
-                **({"parsedContent": content.parsed_content} if content.parsed_content is not None else {})}
-    if isinstance(content, (DataContent, UriContent)) and content.uri is not None:
-        media = (content.media_type or "").split("/", 1)[0]
-        if media in MEDIA_TYPES:
-            return {"kind": "media", "mediaType": media, "url": content.uri}
-    return None
-
-
-# -- Lowering: any canonical session → one the envelope writer holds ----------------
 
 def lower(session: Session, *, origin: Origin | None = None, options: ConvertOptions | None = None) -> Lowered:
     """Map what an envelope cannot hold onto what it can, reporting each loss."""
@@ -975,17 +505,3 @@ def _data_uri_payload(uri: str) -> tuple[int | None, str | None]:
         except UnicodeDecodeError:
             pass
     return len(data), None
-
-
-def _json_type(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number")
-
-
-def _short(value: Any, limit: int = 40) -> str:
-    text = orjson.dumps(value).decode()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-__all__ = ["NAME", "VERSION", "looks_like", "read", "write", "dumps", "lower", "validate", "ms_to_iso", "iso_to_ms",
-           "group_entries", "document_text"]

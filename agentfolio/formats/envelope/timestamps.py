@@ -1,0 +1,78 @@
+"""Envelope timestamps (Unix epoch milliseconds) ↔ the model's ISO 8601 strings."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import orjson
+
+#
+# The envelope counts epoch milliseconds; the model keeps ISO 8601 strings.  An integer
+# count is written with exactly three fraction digits (``…:20.123Z``), any other number
+# with at least six (``…:20.123400Z``, ``…:20.000000Z`` for ``1700000000000.0``), so the
+# string gives back the very number it came from, integer or float.
+
+MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
+                  r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))?")
+
+
+def timestamp_problem(value: Any) -> str | None:
+    """Why ``value`` is not a usable envelope timestamp, or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None  # the schema says "expected number"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"timestamp {value} is not a finite number of milliseconds"
+    if value < 0 or math.copysign(1.0, value) < 0:
+        return f"timestamp {_number(value)} is before 1970-01-01 (Unix epoch milliseconds cannot be negative)"
+    if value > MAX_MS:
+        return f"timestamp {_number(value)} is after 9999-12-31 (is it in microseconds or nanoseconds?)"
+    return None
+
+
+def ms_to_iso(value: int | float) -> str:
+    """Epoch milliseconds as an ISO 8601 UTC string that :func:`iso_to_ms` reverses exactly."""
+    problem = timestamp_problem(value)
+    if problem:
+        raise ValueError(problem)
+    if isinstance(value, int):
+        seconds, millis = divmod(value, 1000)
+        return (_EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S") + f".{millis:03d}Z"
+    exact = Decimal(repr(value))
+    whole = int(exact // 1000)
+    fraction = format((exact - whole * 1000) / 1000, "f")  # "0.xxxxx" or "0"
+    digits = fraction.partition(".")[2].rstrip("0").ljust(6, "0")
+    return (_EPOCH + timedelta(seconds=whole)).strftime("%Y-%m-%dT%H:%M:%S") + f".{digits}Z"
+
+
+def iso_to_ms(text: str) -> int | float | None:
+    """An ISO 8601 date-time as epoch milliseconds (an int when it is whole and written
+    with at most three fraction digits), or None if it is not one.  A time without an
+    offset is taken as UTC."""
+    match = _ISO.fullmatch(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, zulu, sign, off_h, off_m = match.groups()
+    try:
+        offset = timezone.utc if zulu or not sign else timezone(
+            (1 if sign == "+" else -1) * timedelta(hours=int(off_h), minutes=int(off_m)))
+        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second or 0), tzinfo=offset)
+    except ValueError:
+        return None
+    whole = (moment - _EPOCH) // timedelta(seconds=1) * 1000
+    if not fraction or (len(fraction) <= 3):
+        return whole + int((fraction or "0").ljust(3, "0"))
+    try:
+        exact = Decimal(whole) + Decimal("0." + fraction) * 1000
+    except InvalidOperation:
+        return None
+    return float(exact)
+
+
+def _number(value: Any) -> str:
+    return orjson.dumps(value).decode() if isinstance(value, (int, float)) and math.isfinite(value) else str(value)

@@ -1,0 +1,142 @@
+"""Writing a canonical session as a Prompt Envelope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from agentfolio.formats.envelope.spec import FOLDED_BY_DEFAULT, MEDIA_TYPES, MESSAGE_KEYS, VERSION
+from agentfolio.formats.envelope.timestamps import iso_to_ms
+from agentfolio.formats.errors import FormatError
+from agentfolio.formats.losses import entry_pointer, message_pointer
+from agentfolio.model import (
+    DataContent,
+    DocumentContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    MemoryContent,
+    Message,
+    OpaqueContent,
+    OpaqueEntry,
+    Session,
+    SkillsContent,
+    TemplateVariableContent,
+    TextContent,
+    ToolCatalogContent,
+    UriContent,
+)
+
+
+def write(session: Session) -> dict[str, Any]:
+    """The session as a Prompt Envelope.
+
+    Raises FormatError for what an envelope cannot hold (reasoning, usage, entry
+    properties...): ``agentfolio.formats.convert`` lowers those first, with a loss
+    report.  Presentation a record leaves open takes the kind's default.
+    """
+    extras = dict(session.extra)
+    document: dict[str, Any] = {"version": VERSION}
+    if "model" in extras:
+        document["model"] = extras.pop("model")
+    call_names = {c.call_id: c.name for _, m in session.messages() for c in m.items
+                  if isinstance(c, FunctionCallContent) and c.call_id is not None}
+    messages = []
+    for entry_index, entry in enumerate(session.entries):
+        if isinstance(entry, OpaqueEntry):
+            raise FormatError(f"an entry of kind {entry.kind!r} has no envelope form; convert the session",
+                              pointer=entry_pointer(entry_index))
+        for message_index, message in enumerate(entry.items):
+            messages.append(_write_message(message, call_names, message_pointer(entry_index, message_index)))
+    document["messages"] = messages
+    for key, value in extras.items():
+        document.setdefault(key, value)
+    return document
+
+
+def dumps(session: Session, *, indent: bool = True) -> bytes:
+    return orjson.dumps(write(session), option=orjson.OPT_INDENT_2 if indent else 0)
+
+
+def _write_message(message: Message, call_names: dict[str, str | None], pointer: str) -> dict[str, Any]:
+    extras = message.extra
+    written: dict[str, Any] = {}
+    if message.message_id is not None:
+        written["id"] = message.message_id
+    if message.role is not None:
+        written["role"] = message.role
+    if message.contents is not None:
+        written["segments"] = [_write_segment(content, call_names, f"{pointer}/contents/{index}")
+                               for index, content in enumerate(message.contents)]
+    if message.created_at is not None:
+        stamp = iso_to_ms(message.created_at)
+        if stamp is None:
+            raise FormatError(f"createdAt {message.created_at!r} is not an ISO 8601 time", pointer=pointer + "/createdAt")
+        written["timestamp"] = stamp
+    for key in MESSAGE_KEYS:
+        if key not in written and key not in extras:
+            raise FormatError(f"an envelope message needs {key!r}; convert the session to generate it",
+                              pointer=pointer)
+    for key, value in extras.items():
+        written.setdefault(key, value)
+    return written
+
+
+def _collapsed(content: Any, kind: str) -> bool:
+    presentation = content.presentation
+    if presentation is not None and presentation.collapsed is not None:
+        return presentation.collapsed
+    return kind in FOLDED_BY_DEFAULT
+
+
+def _write_segment(content: Any, call_names: dict[str, str | None], pointer: str) -> dict[str, Any]:
+    if isinstance(content, OpaqueContent):
+        return dict(content.extra)
+    segment = _segment_of(content, call_names)
+    if segment is None:
+        raise FormatError(f"{content.kind!r} has no envelope segment; convert the session instead of writing it "
+                          "directly", pointer=pointer)
+    for key, value in content.extra.items():
+        segment.setdefault(key, value)
+    return segment
+
+
+def _segment_of(content: Any, call_names: dict[str, str | None]) -> dict[str, Any] | None:
+    if isinstance(content, TextContent) and content.text is not None:
+        style = content.presentation.style if content.presentation else None
+        if style == "system_prompt":
+            return {"kind": style, "content": content.text, "collapsed": _collapsed(content, style)}
+        if style == "long_text":
+            count = content.presentation.char_count
+            return {"kind": style, "content": content.text, "charCount": len(content.text) if count is None else count,
+                    "collapsed": _collapsed(content, style)}
+        return {"kind": "text", "content": content.text}
+    if isinstance(content, TemplateVariableContent):
+        return {"kind": "static_var", "name": content.name, "value": content.value,
+                **({"description": content.description} if content.description is not None else {})}
+    if isinstance(content, (MemoryContent, SkillsContent)) and content.items:
+        kind = "memory" if isinstance(content, MemoryContent) else "skills"
+        return {"kind": kind, **({"description": content.description} if content.description is not None else {}),
+                "items": [item.to_json_value() for item in content.items], "collapsed": _collapsed(content, kind)}
+    if isinstance(content, ToolCatalogContent) and content.items:
+        return {"kind": "tool_overview", "items": [item.to_json_value() for item in content.items],
+                "collapsed": _collapsed(content, "tool_overview")}
+    if isinstance(content, FunctionCallContent) and content.name is not None and isinstance(content.arguments, dict):
+        return {"kind": "tool_call_request", "toolName": content.name, "arguments": content.arguments,
+                "collapsed": _collapsed(content, "tool_call_request")}
+    if isinstance(content, FunctionResultContent) and isinstance(content.result, str):
+        name = content.extra.get("toolName", call_names.get(content.call_id or ""))
+        success = content.extra.get("success")
+        if not isinstance(name, str) or not isinstance(success, bool):
+            return None
+        return {"kind": "tool_call_result", "toolName": name, "result": content.result, "success": success,
+                "collapsed": _collapsed(content, "tool_call_result")}
+    if isinstance(content, DocumentContent) and content.size_bytes is not None and content.uri is None:
+        return {"kind": "document", "fileName": content.file_name, "mimeType": content.media_type,
+                "snippet": content.snippet, "sizeBytes": content.size_bytes,
+                **({"parsedContent": content.parsed_content} if content.parsed_content is not None else {})}
+    if isinstance(content, (DataContent, UriContent)) and content.uri is not None:
+        media = (content.media_type or "").split("/", 1)[0]
+        if media in MEDIA_TYPES:
+            return {"kind": "media", "mediaType": media, "url": content.uri}
+    return None

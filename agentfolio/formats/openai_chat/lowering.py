@@ -1,0 +1,212 @@
+"""Lowering any canonical session to what Chat Completions messages hold, with losses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from agentfolio.formats.losses import (
+    ConvertOptions,
+    Lowered,
+    Origin,
+    Recorder,
+    content_pointer,
+    document_text,
+    entry_pointer,
+    json_text,
+    memory_text,
+    message_pointer,
+    set_fields,
+    skills_text,
+    tools_text,
+    with_extras,
+)
+from agentfolio.formats.openai_chat.reader import _data_type, group_entries
+from agentfolio.formats.openai_chat.spec import MESSAGE_EXTRA_KEYS, PART_EXTRA_KEYS, REQUEST_KEYS, ROLES
+from agentfolio.model import (
+    DataContent,
+    DocumentContent,
+    ErrorContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    HostedFileContent,
+    HostedVectorStoreContent,
+    MemoryContent,
+    Message,
+    OpaqueContent,
+    OpaqueEntry,
+    PartContent,
+    ReasoningContent,
+    Session,
+    SessionData,
+    SkillsContent,
+    TemplateVariableContent,
+    TextContent,
+    ToolCatalogContent,
+    UnknownContent,
+    UriContent,
+    UsageContent,
+)
+
+
+def lower(session: Session, *, origin: Origin | None = None, options: ConvertOptions | None = None) -> Lowered:
+    """Map what Chat Completions messages cannot hold onto what they can, with losses."""
+    rec = Recorder(origin)
+    extras: dict[str, Any] = {}
+    for key, value in session.extra.items():
+        if key in REQUEST_KEYS and (key != "model" or isinstance(value, str)):
+            extras[key] = value
+        else:
+            rec.drop(session, "", key, f"property {key!r}",
+                     "not a Chat Completions request property (the API refuses unknown ones)")
+    if session.schema_version is not None:
+        rec.drop(session, "", "schemaVersion", "schemaVersion", "Chat Completions messages have no version")
+    if session.data is not None:
+        for key in session.data.extra:
+            rec.drop(session.data, "/data", key, f"data property {key!r}", "chat messages have no session state")
+    messages: list[Message] = []
+    generated = 0
+    for entry_index, entry in enumerate(session.entries):
+        pointer = entry_pointer(entry_index)
+        if isinstance(entry, OpaqueEntry):
+            rec.drop(entry, pointer, None, f"entry of unknown kind {entry.kind!r}", "chat messages have no entries")
+            continue
+        for key in set_fields(entry, skip=("$type", "messages")):
+            rec.drop(entry, pointer, key, key, "chat messages have no entries, only messages")
+        for key in entry.extra:
+            rec.drop(entry, pointer, key, f"entry property {key!r}", "chat messages have no entries, only messages")
+        if entry.kind not in ("request", "response"):
+            rec.approximate(entry, pointer, "$type", f"entry kind {entry.kind!r}",
+                            "read back, its messages form request or response entries by role")
+        for index, message in enumerate(entry.items):
+            lowered, generated = _lower_message(rec, message, entry_index, index, entry.kind == "request", generated)
+            messages.extend(lowered)
+    lowered_session = Session(data=SessionData(conversation_history=tuple(group_entries(messages))))
+    return Lowered(with_extras(lowered_session, extras), rec.losses)
+
+
+def _lower_message(rec: Recorder, message: Message, entry_index: int, index: int, in_request: bool,
+                   generated: int) -> tuple[list[Message], int]:
+    pointer = message_pointer(entry_index, index)
+    role = message.role
+    if role not in ROLES:
+        role = "tool" if role == "function" else ("user" if in_request else "assistant")
+        rec.approximate(message, pointer, "role", f"role {message.role!r}", f"written as {role!r}")
+    for key in set_fields(message, skip=("role", "contents", "authorName")):
+        rec.drop(message, pointer, key, key, "a chat message has no such field")
+    for key in message.extra:
+        if key not in MESSAGE_EXTRA_KEYS or message.role != "assistant":
+            rec.drop(message, pointer, key, f"message property {key!r}", "the Chat Completions API refuses unknown "
+                     "message properties")
+    kept: list[Any] = []
+    results: list[FunctionResultContent] = []
+    for position, content in enumerate(message.items):
+        where = content_pointer(entry_index, index, position)
+        if isinstance(content, FunctionResultContent):
+            results.append(_lower_result(rec, content, where))
+            continue
+        if isinstance(content, FunctionCallContent):
+            lowered_call, generated = _lower_call(rec, content, where, generated)
+            kept.append(lowered_call)
+            continue
+        lowered = _lower_content(rec, content, where, role)
+        if lowered is not None:
+            kept.append(lowered)
+    name = {"author_name": message.author_name} if message.author_name is not None else {}
+    carried = {k: v for k, v in message.extra.items() if k in MESSAGE_EXTRA_KEYS and message.role == "assistant"}
+    out: list[Message] = []
+    if kept:
+        if role == "tool":
+            rec.approximate(message, pointer, "role", "role 'tool'",
+                            "a tool message holds only a result: its other contents form an assistant message")
+        out.append(with_extras(Message(role=role if role != "tool" else "assistant", contents=tuple(kept), **name),
+                               carried))
+    if len(results) > 1 or (results and (kept or role != "tool")):
+        rec.approximate(message, pointer, None, "message structure",
+                        "each tool result is its own tool message in Chat Completions")
+    out.extend(Message(role="tool", contents=(result,)) for result in results)
+    if not out and not message.items:
+        out.append(with_extras(Message(role=role, contents=(), **name), carried))  # an empty message stays one
+    elif not out:
+        rec.drop(message, pointer, None, "message", "nothing in it has a Chat Completions form")
+    return out, generated
+
+
+def _lower_call(rec: Recorder, call: FunctionCallContent, pointer: str, generated: int) -> tuple[Any, int]:
+    update: dict[str, Any] = {}
+    if call.call_id is None:
+        generated += 1
+        update["call_id"] = f"call_{generated}"
+        rec.approximate(call, pointer, "callId", "callId", "a tool call needs an id: one was generated")
+    if call.name is None:
+        update["name"] = ""
+        rec.approximate(call, pointer, "name", "name", "a tool call needs a name: written as ''")
+    if not isinstance(call.arguments, str):
+        update["arguments"] = orjson.dumps(call.arguments if call.arguments is not None else {}).decode()
+        if call.arguments is None:
+            rec.approximate(call, pointer, "arguments", "arguments", "a tool call needs arguments: written as {}")
+    _drop_presentation_and_extras(rec, call, pointer)
+    return FunctionCallContent(call_id=update.get("call_id", call.call_id), name=update.get("name", call.name),
+                               arguments=update.get("arguments", call.arguments)), generated
+
+
+def _lower_result(rec: Recorder, result: FunctionResultContent, pointer: str) -> FunctionResultContent:
+    value = result.result
+    if not isinstance(value, (str, list)):
+        rec.approximate(result, pointer, "result", "result", "a tool message's content is text: written as JSON text"
+                        if value is not None else "a tool message's content is text: written as ''")
+        value = "" if value is None else json_text(value)
+    _drop_presentation_and_extras(rec, result, pointer)
+    return FunctionResultContent(call_id=result.call_id or "", result=value)
+
+
+def _drop_presentation_and_extras(rec: Recorder, content: Any, pointer: str,
+                                  allowed: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Presentation and unknown properties are dropped (reported); ``allowed`` ones kept."""
+    if content.presentation is not None:
+        for key in set_fields(content.presentation):
+            rec.drop(content, pointer, f"presentation/{key}", f"presentation {key}",
+                     "chat messages do not record how a content is shown")
+    kept = {}
+    for key, value in content.extra.items():
+        if key in allowed:
+            kept[key] = value
+        else:
+            rec.drop(content, pointer, key, f"property {key!r}", "the Chat Completions API refuses unknown properties")
+    return kept
+
+
+def _lower_content(rec: Recorder, content: Any, pointer: str, role: str) -> Any:
+    as_text = {TemplateVariableContent: lambda c: c.value, MemoryContent: memory_text, SkillsContent: skills_text,
+               ToolCatalogContent: tools_text, DocumentContent: document_text}
+    if isinstance(content, (ReasoningContent, UsageContent, UnknownContent, OpaqueContent, HostedVectorStoreContent)):
+        rec.drop(content, pointer, None, f"{content.kind} content", "chat messages have no place for it")
+        return None
+    media_class = (getattr(content, "media_type", None) or "").split("/", 1)[0]
+    allowed = PART_EXTRA_KEYS["image"] if media_class == "image" else (
+        PART_EXTRA_KEYS["file"] if isinstance(content, (DataContent, HostedFileContent)) else frozenset())
+    kept = _drop_presentation_and_extras(rec, content, pointer, allowed if role == "user" else frozenset())
+    if isinstance(content, TextContent):
+        return TextContent(text=content.text or "")
+    if isinstance(content, ErrorContent):
+        rec.approximate(content, pointer, None, "error content", "written as text")
+        code = f" [{content.error_code}]" if content.error_code else ""
+        return TextContent(text=f"Error{code}: {content.message or ''}")
+    if type(content) in as_text:
+        rec.approximate(content, pointer, None, f"{content.kind} content", "chat messages have no such kind: "
+                        "written as text")
+        return TextContent(text=as_text[type(content)](content))
+    if isinstance(content, (DataContent, UriContent, HostedFileContent, PartContent)) and role == "user":
+        media_type = getattr(content, "media_type", None) or ""
+        uri = getattr(content, "uri", None)
+        if isinstance(content, HostedFileContent) and content.file_id:
+            return with_extras(HostedFileContent(file_id=content.file_id), kept)
+        if uri and media_type.startswith("image/") and isinstance(content, (DataContent, UriContent)):
+            return with_extras(type(content)(uri=uri, media_type=media_type), kept)
+        if isinstance(content, DataContent) and uri:
+            return with_extras(DataContent(uri=uri, media_type=media_type or _data_type(uri)), kept)
+    label = getattr(content, "uri", None) or getattr(content, "url", None) or getattr(content, "file_id", None)
+    rec.approximate(content, pointer, None, f"{content.kind} content",
+                    "only user messages carry files and images in Chat Completions: written as a text mention")
+    return TextContent(text=f"[{getattr(content, 'media_type', None) or content.kind}: {label}]")

@@ -1,0 +1,234 @@
+"""Reading OpenAI Chat Completions messages into the canonical model."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import orjson
+
+from agentfolio.formats.base import ReadResult
+from agentfolio.formats.errors import FormatError, InvalidDocumentError, Problem, json_pointer
+from agentfolio.formats.losses import Origin, with_extras
+from agentfolio.formats.openai_chat.spec import AUDIO_TYPES, MESSAGE_KEYS, NAME, REQUEST_ROLES, ROLES
+from agentfolio.model import (
+    DataContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    HostedFileContent,
+    Message,
+    OpaqueContent,
+    RequestEntry,
+    ResponseEntry,
+    Session,
+    SessionData,
+    TextContent,
+    UriContent,
+)
+
+
+def looks_like(document: Any) -> bool:
+    if isinstance(document, list):
+        return bool(document) and all(isinstance(m, dict) and "role" in m for m in document)
+    return (isinstance(document, dict) and isinstance(document.get("messages"), list)
+            and "version" not in document and "schemaVersion" not in document)
+
+
+def validate(document: Any) -> list[Problem]:
+    """Structural checks (OpenAI publishes no schema for stored messages)."""
+    messages, base = _messages_of(document)
+    problems = []
+    for index, message in enumerate(messages):
+        pointer = json_pointer([*base, index])
+        if not isinstance(message, dict):
+            problems.append(Problem(pointer, "expected a message object"))
+            continue
+        role = message.get("role")
+        if role not in ROLES and role != "function":
+            problems.append(Problem(pointer + "/role", f"role {orjson.dumps(role).decode()} is not one of "
+                                    + ", ".join(ROLES)))
+        content = message.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            problems.append(Problem(pointer + "/content", "expected a string, an array of parts or null"))
+        if isinstance(content, list):
+            for p_index, part in enumerate(content):
+                if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                    problems.append(Problem(f"{pointer}/content/{p_index}", 'expected a part object with a "type"'))
+        calls = message.get("tool_calls")
+        if calls is not None:
+            if not isinstance(calls, list):
+                problems.append(Problem(pointer + "/tool_calls", "expected an array"))
+            else:
+                for c_index, call in enumerate(calls):
+                    function = call.get("function") if isinstance(call, dict) else None
+                    if not isinstance(call, dict) or not isinstance(call.get("id"), str):
+                        problems.append(Problem(f"{pointer}/tool_calls/{c_index}", 'a tool call needs a string "id"'))
+                    elif call.get("type", "function") == "function" and not (
+                            isinstance(function, dict) and isinstance(function.get("name"), str)
+                            and isinstance(function.get("arguments"), str)):
+                        problems.append(Problem(f"{pointer}/tool_calls/{c_index}/function",
+                                                "a function call needs a string name and arguments"))
+        if role == "tool" and not isinstance(message.get("tool_call_id"), str):
+            problems.append(Problem(pointer, 'a tool message needs a string "tool_call_id"'))
+    return problems
+
+
+def _messages_of(document: Any) -> tuple[list[Any], list[str]]:
+    if isinstance(document, list):
+        return document, []
+    if isinstance(document, dict) and isinstance(document.get("messages"), list):
+        return document["messages"], ["messages"]
+    raise FormatError('expected OpenAI chat messages: an array, or an object with "messages"', pointer="")
+
+
+def read(document: Any, *, strict: bool = True, source: str | None = None) -> ReadResult:
+    try:
+        problems = validate(document)
+    except FormatError as error:
+        raise error.with_source(source) if source else error
+    if problems and strict:
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InvalidDocumentError(f"{first.message}{more}", source=source, pointer=first.pointer, problems=problems)
+    messages, base = _messages_of(document)
+    if not all(isinstance(m, dict) for m in messages):
+        raise FormatError("messages must be objects", source=source, pointer=json_pointer(base))
+    origin = Origin()
+    read_messages = [_read_message(m, json_pointer([*base, i]), origin) for i, m in enumerate(messages)]
+    session = Session(data=SessionData(conversation_history=tuple(group_entries(read_messages))))
+    extras = {k: v for k, v in document.items() if k != "messages"} if isinstance(document, dict) else {}
+    origin.add(session, "")
+    return ReadResult(session=with_extras(session, extras), format=NAME,
+                      version="request" if isinstance(document, dict) else "messages", problems=problems,
+                      origin=origin)
+
+
+def group_entries(messages: Iterable[Message]) -> list[RequestEntry | ResponseEntry]:
+    entries: list[RequestEntry | ResponseEntry] = []
+    run: list[Message] = []
+    run_is_request: bool | None = None
+    for message in messages:
+        is_request = message.role in REQUEST_ROLES if message.role in ROLES else bool(
+            run_is_request if run_is_request is not None else True)
+        if run and is_request != run_is_request:
+            entries.append((RequestEntry if run_is_request else ResponseEntry)(messages=tuple(run)))
+            run = []
+        run.append(message)
+        run_is_request = is_request
+    if run:
+        entries.append((RequestEntry if run_is_request else ResponseEntry)(messages=tuple(run)))
+    return entries
+
+
+def _read_message(raw: dict[str, Any], pointer: str, origin: Origin) -> Message:
+    known: dict[str, Any] = {}
+    kept: dict[str, Any] = {}
+    if isinstance(raw.get("role"), str):
+        known["role"] = raw["role"]
+    elif "role" in raw:
+        kept["role"] = raw["role"]
+    if isinstance(raw.get("name"), str):
+        known["author_name"] = raw["name"]
+    elif "name" in raw:
+        kept["name"] = raw["name"]
+    contents: list[Any] = []
+    content = raw.get("content")
+    if raw.get("role") == "tool" and isinstance(raw.get("tool_call_id"), str):
+        result = FunctionResultContent(call_id=raw["tool_call_id"], **({"result": content} if "content" in raw else {}))
+        origin.add(result, pointer, {"callId": ("tool_call_id",), "result": ("content",)})
+        contents.append(result)
+    elif isinstance(content, str):
+        text = TextContent(text=content)
+        origin.add(text, pointer + "/content", {"text": ()})
+        contents.append(text)
+    elif isinstance(content, list):
+        for index, part in enumerate(content):
+            contents.append(_read_part(part, f"{pointer}/content/{index}", origin))
+    elif "content" in raw and content is not None:
+        kept["content"] = content
+    calls = raw.get("tool_calls")
+    if isinstance(calls, list):
+        for index, call in enumerate(calls):
+            contents.append(_read_call(call, f"{pointer}/tool_calls/{index}", origin))
+    elif "tool_calls" in raw:
+        kept["tool_calls"] = calls
+    if raw.get("role") != "tool" and "tool_call_id" in raw:
+        kept["tool_call_id"] = raw["tool_call_id"]
+    if raw.get("role") == "tool" and not isinstance(raw.get("tool_call_id"), str):
+        kept.update({k: raw[k] for k in ("tool_call_id", "content") if k in raw})
+    if content is None and "content" in raw and raw.get("role") not in ("assistant", "tool"):
+        kept["content"] = None  # an explicit null only assistants say by default
+    extras = {k: v for k, v in raw.items() if k not in MESSAGE_KEYS}
+    message = with_extras(Message(**known, contents=tuple(contents)), {**kept, **extras})
+    origin.add(message, pointer, {"authorName": ("name",)})
+    return message
+
+
+def _read_part(part: Any, pointer: str, origin: Origin) -> Any:
+    kind = part.get("type") if isinstance(part, dict) else None
+    built: Any = None
+    names: dict[str, tuple[str, ...]] = {}
+    try:
+        if kind == "text" and isinstance(part.get("text"), str):
+            built = with_extras(TextContent(text=part["text"]), _rest(part, "type", "text"))
+        elif kind == "image_url" and isinstance(part.get("image_url"), dict) and isinstance(
+                part["image_url"].get("url"), str) and set(part) == {"type", "image_url"}:
+            url = part["image_url"]["url"]
+            built = _media_content(url, "image")
+            built = with_extras(built, _rest(part["image_url"], "url"))
+            names = {"uri": ("image_url", "url")}
+        elif kind == "input_audio" and isinstance(part.get("input_audio"), dict) and set(part) == {
+                "type", "input_audio"} and part["input_audio"].get("format") in AUDIO_TYPES and isinstance(
+                part["input_audio"].get("data"), str) and set(part["input_audio"]) == {"data", "format"}:
+            audio = part["input_audio"]
+            media_type = AUDIO_TYPES[audio["format"]]
+            built = DataContent(uri=f"data:{media_type};base64,{audio['data']}", media_type=media_type)
+            names = {"uri": ("input_audio", "data")}
+        elif kind == "file" and isinstance(part.get("file"), dict) and set(part) == {"type", "file"}:
+            file = part["file"]
+            if isinstance(file.get("file_id"), str) and "file_data" not in file:
+                built = with_extras(HostedFileContent(file_id=file["file_id"]), _rest(file, "file_id"))
+            elif isinstance(file.get("file_data"), str) and "file_id" not in file:
+                built = with_extras(DataContent(uri=file["file_data"], media_type=_data_type(file["file_data"])),
+                                    _rest(file, "file_data"))
+            names = {"fileId": ("file", "file_id"), "uri": ("file", "file_data")}
+    except (TypeError, AttributeError):  # pragma: no cover - shapes checked above
+        built = None
+    if built is None:
+        built = OpaqueContent.model_validate(part) if isinstance(part, dict) else OpaqueContent()
+    origin.add(built, pointer, names)
+    return built
+
+
+def _rest(value: dict[str, Any], *known: str) -> dict[str, Any]:
+    return {k: v for k, v in value.items() if k not in known}
+
+
+def _data_type(uri: str) -> str | None:
+    if not uri.startswith("data:"):
+        return None
+    declared = uri[5:].split(",", 1)[0].split(";", 1)[0]
+    return declared or None
+
+
+def _media_content(url: str, media: str) -> Any:
+    if url.startswith("data:"):
+        declared = _data_type(url)
+        media_type = declared if declared and declared.split("/", 1)[0] == media else f"{media}/*"
+        return DataContent(uri=url, media_type=media_type)
+    return UriContent(uri=url, media_type=f"{media}/*")
+
+
+def _read_call(call: Any, pointer: str, origin: Origin) -> Any:
+    function = call.get("function") if isinstance(call, dict) else None
+    if (isinstance(call, dict) and call.get("type") == "function" and isinstance(call.get("id"), str)
+            and isinstance(function, dict) and isinstance(function.get("name"), str)
+            and isinstance(function.get("arguments"), str) and set(function) == {"name", "arguments"}):
+        built = with_extras(FunctionCallContent(call_id=call["id"], name=function["name"],
+                                                arguments=function["arguments"]), _rest(call, "id", "type", "function"))
+        origin.add(built, pointer, {"callId": ("id",), "name": ("function", "name"),
+                                    "arguments": ("function", "arguments")})
+        return built
+    # Kept whole, marked so the writer puts it back among the tool calls.
+    built = with_extras(OpaqueContent(), {"$type": "openai.tool_call", "call": call})
+    origin.add(built, pointer)
+    return built

@@ -1,0 +1,106 @@
+"""Writing a canonical session as a Chat Completions request body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+from agentfolio.formats.errors import FormatError
+from agentfolio.formats.losses import entry_pointer, message_pointer
+from agentfolio.formats.openai_chat.spec import AUDIO_TYPES
+from agentfolio.model import (
+    DataContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    HostedFileContent,
+    Message,
+    OpaqueContent,
+    OpaqueEntry,
+    Session,
+    TextContent,
+    UriContent,
+)
+
+
+def write(session: Session) -> dict[str, Any]:
+    """The session as a Chat Completions request body: ``{..., "messages": [...]}``."""
+    extras = dict(session.extra)
+    messages = []
+    for entry_index, entry in enumerate(session.entries):
+        if isinstance(entry, OpaqueEntry):
+            raise FormatError(f"an entry of kind {entry.kind!r} has no OpenAI form; convert the session",
+                              pointer=entry_pointer(entry_index))
+        for index, message in enumerate(entry.items):
+            messages.append(_write_message(message, message_pointer(entry_index, index)))
+    document: dict[str, Any] = {}
+    if "model" in extras:
+        document["model"] = extras.pop("model")
+    document["messages"] = messages
+    document.update(extras)
+    return document
+
+
+def _write_message(message: Message, pointer: str) -> dict[str, Any]:
+    written: dict[str, Any] = {}
+    extras = dict(message.extra)
+    if message.role is not None:
+        written["role"] = message.role
+    if message.author_name is not None:
+        written["name"] = message.author_name
+    parts: list[Any] = []
+    calls: list[Any] = []
+    results = [c for c in message.items if isinstance(c, FunctionResultContent)]
+    for index, content in enumerate(message.items):
+        where = f"{pointer}/contents/{index}"
+        if isinstance(content, FunctionResultContent):
+            continue
+        if isinstance(content, FunctionCallContent):
+            if not isinstance(content.arguments, str) or content.call_id is None or content.name is None:
+                raise FormatError("a tool call needs an id, a name and arguments as a string; convert the session",
+                                  pointer=where)
+            calls.append({"id": content.call_id, "type": "function",
+                          "function": {"name": content.name, "arguments": content.arguments}, **content.extra})
+        elif isinstance(content, OpaqueContent) and content.extra.get("$type") == "openai.tool_call":
+            calls.append(content.extra.get("call"))
+        else:
+            parts.append(_write_part(content, where))
+    if results:
+        if len(results) != 1 or message.role != "tool" or parts or calls:
+            raise FormatError("a tool message holds exactly one result; convert the session", pointer=pointer)
+        written["tool_call_id"] = results[0].call_id
+        if "result" in results[0].model_fields_set:
+            written["content"] = results[0].result
+    elif "content" in extras:
+        written["content"] = extras.pop("content")
+    elif len(parts) == 1 and parts[0].get("type") == "text" and set(parts[0]) == {"type", "text"}:
+        written["content"] = parts[0]["text"]
+    elif parts:
+        written["content"] = parts
+    elif message.role == "assistant" or calls:
+        written["content"] = None
+    if calls:
+        written["tool_calls"] = calls
+    for key, value in extras.items():
+        written.setdefault(key, value)
+    return written
+
+
+def _write_part(content: Any, pointer: str) -> dict[str, Any]:
+    if isinstance(content, TextContent) and content.text is not None:
+        return {"type": "text", "text": content.text, **content.extra}
+    if isinstance(content, (DataContent, UriContent)) and content.uri is not None:
+        media = (content.media_type or "").split("/", 1)[0]
+        if media == "image":
+            return {"type": "image_url", "image_url": {"url": content.uri, **content.extra}}
+        audio_format = next((f for f, t in AUDIO_TYPES.items() if t == content.media_type), None)
+        prefix = f"data:{content.media_type};base64,"
+        if audio_format and content.uri.startswith(prefix) and not content.extra:
+            return {"type": "input_audio", "input_audio": {"data": content.uri[len(prefix):], "format": audio_format}}
+        if isinstance(content, DataContent):
+            return {"type": "file", "file": {"file_data": content.uri, **content.extra}}
+    if isinstance(content, HostedFileContent) and content.file_id is not None:
+        return {"type": "file", "file": {"file_id": content.file_id, **content.extra}}
+    if isinstance(content, OpaqueContent):
+        return dict(content.extra)
+    raise FormatError(f"{getattr(content, 'kind', '?')!r} has no OpenAI chat form; convert the session instead",
+                      pointer=pointer)
