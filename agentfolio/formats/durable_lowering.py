@@ -25,31 +25,22 @@ from agentfolio.formats.losses import (
     Origin,
     Recorder,
     content_pointer,
-    document_text,
+    drop_presentation,
     entry_pointer,
-    memory_text,
+    listing_text,
     message_pointer,
-    set_fields,
-    skills_text,
-    tools_text,
     with_extras,
 )
 from agentfolio.model import (
     DURABLE_CONTENT_KINDS,
     DataContent,
-    DocumentContent,
     FunctionCallContent,
-    MemoryContent,
     Message,
     OpaqueContent,
     OpaqueEntry,
     PartContent,
     Session,
-    SessionData,
-    SkillsContent,
-    TemplateVariableContent,
     TextContent,
-    ToolCatalogContent,
     UnknownContent,
     UriContent,
 )
@@ -121,9 +112,7 @@ def _content(rec: Recorder, content: Any, pointer: str, version: str) -> Any:
             lowered = TextContent(text=text)
         return with_extras(lowered, _kept_extras(rec, content, pointer, lowered))
     if content.presentation is not None:
-        for key in set_fields(content.presentation):
-            rec.drop(content, pointer, f"presentation/{key}", f"presentation {key}",
-                     "durable state does not record how a content is shown")
+        drop_presentation(rec, content, pointer, "durable state does not record how a content is shown")
         lowered = content.model_copy(update={"presentation": None})
         object.__setattr__(lowered, "__pydantic_fields_set__", lowered.model_fields_set - {"presentation"})
     if isinstance(content, FunctionCallContent) and isinstance(content.arguments, str) and not version.startswith("2."):
@@ -163,18 +152,14 @@ def _plain_text_looks(rec: Recorder, message: Message, entry_index: int, index: 
                             f"this text takes the {look} look")
 
 
+# What the loss report calls each kind written as text (what the text leaves out).
+_AS_TEXT_WHAT = {"templateVariable": "template variable (its name and description)", "memory": "memory",
+                 "skills": "skills", "toolCatalog": "tool catalog (parameter schemas)", "document": "document card"}
+
+
 def _as_text(content: Any) -> tuple[str | None, str]:
-    if isinstance(content, TemplateVariableContent):
-        return content.value, "template variable (its name and description)"
-    if isinstance(content, MemoryContent):
-        return memory_text(content), "memory"
-    if isinstance(content, SkillsContent):
-        return skills_text(content), "skills"
-    if isinstance(content, ToolCatalogContent):
-        return tools_text(content), "tool catalog (parameter schemas)"
-    if isinstance(content, DocumentContent):
-        return document_text(content), "document card"
-    return None, ""
+    text = listing_text(content)
+    return text, _AS_TEXT_WHAT.get(content.kind, "") if text is not None else ""
 
 
 def _part_as_content(rec: Recorder, part: PartContent, pointer: str) -> Any:

@@ -24,7 +24,7 @@ import orjson
 from pydantic import ValidationError
 
 from agentfolio.formats.base import ReadResult
-from agentfolio.formats.errors import FormatError, InvalidDocumentError, Problem, UnsupportedVersionError, json_pointer
+from agentfolio.formats.errors import FormatError, Problem, UnsupportedVersionError, json_pointer, refuse_if_invalid
 from agentfolio.formats.jsonio import gc_paused, parse_json
 from agentfolio.formats.schema_check import check
 from agentfolio.model import DURABLE_CONTENT_KINDS, ENTRY_KINDS, Session
@@ -132,10 +132,7 @@ def _read(document: Any, *, strict: bool, source: str | None) -> ReadResult:
         version, problems, notes = validate(document)
     except FormatError as error:
         raise error.with_source(source) if source else error
-    if problems and strict:
-        first = problems[0]
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise InvalidDocumentError(f"{first.message}{more}", source=source, pointer=first.pointer, problems=problems)
+    refuse_if_invalid(problems, strict=strict, source=source)
     try:
         session = Session.model_validate(document)
     except ValidationError as error:

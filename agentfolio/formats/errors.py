@@ -52,3 +52,13 @@ class UnsupportedVersionError(FormatError):
 
 class InvalidDocumentError(FormatError):
     """A document that breaks its format's schema; ``problems`` lists every violation."""
+
+
+def refuse_if_invalid(problems: Sequence[Problem], *, strict: bool, source: str | None) -> None:
+    """A strict read refuses a document with problems: InvalidDocumentError names the
+    first (and how many more) and carries them all; a tolerant read goes on."""
+    if problems and strict:
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InvalidDocumentError(f"{first.message}{more}", source=source, pointer=first.pointer,
+                                   problems=list(problems))

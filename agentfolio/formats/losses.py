@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import orjson
 
 from agentfolio.formats.errors import json_pointer
+from agentfolio.model import DocumentContent, MemoryContent, SkillsContent, TemplateVariableContent, ToolCatalogContent
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +81,22 @@ class Recorder:
         self.losses.append(Loss(self.at(record, default, key), what, why, True))
 
 
+def drop_presentation(rec: Recorder, content: Any, pointer: str, why: str) -> None:
+    """Report each given presentation field of a content the target does not keep."""
+    if content.presentation is not None:
+        for key in set_fields(content.presentation):
+            rec.drop(content, pointer, f"presentation/{key}", f"presentation {key}", why)
+
+
+def drop_entry_fields(rec: Recorder, entry: Any, pointer: str, why: str) -> None:
+    """Report an entry's own fields and unknown properties, for targets that have messages
+    but no entries."""
+    for key in set_fields(entry, skip=("$type", "messages")):
+        rec.drop(entry, pointer, key, key, why)
+    for key in entry.extra:
+        rec.drop(entry, pointer, key, f"entry property {key!r}", why)
+
+
 def model_pointer(*steps: str | int) -> str:
     """A pointer into the model's own JSON (durable state's layout)."""
     return json_pointer(steps)
@@ -138,6 +155,21 @@ def document_text(content: Any) -> str:
     size = f", {content.size_bytes:,} bytes" if isinstance(content.size_bytes, (int, float)) else ""
     body = content.parsed_content if content.parsed_content is not None else content.snippet
     return f"[document {content.file_name} ({content.media_type}{size})]" + (f"\n{body}" if body else "")
+
+
+def error_text(content: Any) -> str:
+    code = f" [{content.error_code}]" if content.error_code else ""
+    return f"Error{code}: {content.message or ''}"
+
+
+def listing_text(content: Any) -> str | None:
+    """A template variable, memory, skills, tool catalog or document card as the text a
+    target without that kind writes; None for any other content."""
+    if isinstance(content, TemplateVariableContent):
+        return content.value
+    rendering = {MemoryContent: memory_text, SkillsContent: skills_text, ToolCatalogContent: tools_text,
+                 DocumentContent: document_text}.get(type(content))
+    return rendering(content) if rendering else None
 
 
 def json_text(value: Any) -> str:

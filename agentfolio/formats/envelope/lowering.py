@@ -16,12 +16,15 @@ from agentfolio.formats.losses import (
     Origin,
     Recorder,
     content_pointer,
+    drop_entry_fields,
     entry_pointer,
+    error_text,
     json_text,
     message_pointer,
     set_fields,
     with_extras,
 )
+from agentfolio.formats.shared import data_url_payload
 from agentfolio.model import (
     DataContent,
     DocumentContent,
@@ -111,10 +114,7 @@ class _EnvelopeLowering:
                      "the envelope has no entries; an unknown one has no messages to keep")
             return []
         before = len(rec.losses)
-        for key in set_fields(entry, skip=("$type", "messages")):
-            rec.drop(entry, pointer, key, key, "the envelope has no entries, only messages")
-        for key in entry.extra:
-            rec.drop(entry, pointer, key, f"entry property {key!r}", "the envelope has no entries, only messages")
+        drop_entry_fields(rec, entry, pointer, "the envelope has no entries, only messages")
         is_request = entry.kind == "request"
         messages = []
         for message_index, message in enumerate(entry.items):
@@ -292,11 +292,10 @@ class _EnvelopeLowering:
         return built, style or "text"
 
     def _ErrorContent(self, content: ErrorContent, pointer: str, role: str):
-        code = f" [{content.error_code}]" if content.error_code else ""
         self.rec.approximate(content, pointer, None, "error content",
                              "the envelope has no error segment: written as text"
                              + ("; its details are dropped" if "details" in content.model_fields_set else ""))
-        return TextContent(text=f"Error{code}: {content.message or ''}"), "text"
+        return TextContent(text=error_text(content)), "text"
 
     def _HostedFileContent(self, content: HostedFileContent, pointer: str, role: str):
         self.rec.approximate(content, pointer, None, "hosted file", "the envelope has no hosted files: written as text")
@@ -435,7 +434,7 @@ class _EnvelopeLowering:
         return read_back, "media"
 
     def _as_document(self, content: Any, pointer: str, uri: str, media_type: str | None):
-        size, text = _data_uri_payload(uri)
+        size, text = data_url_payload(uri)
         name = uri.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] if not uri.startswith("data:") else "attachment"
         self.rec.approximate(content, pointer, None, f"{getattr(content, 'kind', 'file')} content",
                              "not image, audio or video: written as an envelope document card, without its "
@@ -479,29 +478,3 @@ def _parse_object(text: str) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
-
-
-def _data_uri_payload(uri: str) -> tuple[int | None, str | None]:
-    """Size in bytes of a ``data:`` URI's payload, and its text if it is text."""
-    if not uri.startswith("data:") or "," not in uri:
-        return None, None
-    header, _, payload = uri[5:].partition(",")
-    if header.endswith(";base64"):
-        import base64
-        import binascii
-
-        try:
-            data = base64.b64decode(payload, validate=False)
-        except (binascii.Error, ValueError):
-            return None, None
-    else:
-        from urllib.parse import unquote_to_bytes
-
-        data = unquote_to_bytes(payload)
-    mime = header.split(";", 1)[0]
-    if mime.startswith("text/") or mime in ("application/json", ""):
-        try:
-            return len(data), data.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-    return len(data), None

@@ -11,9 +11,10 @@ from pydantic import ValidationError
 from agentfolio.formats.base import ReadResult
 from agentfolio.formats.envelope.spec import MESSAGE_KEYS, NAME, REQUEST_ROLES, ROLES, SCHEMA, SEGMENT_KEYS, VERSION
 from agentfolio.formats.envelope.timestamps import ms_to_iso, timestamp_problem
-from agentfolio.formats.errors import FormatError, InvalidDocumentError, Problem, UnsupportedVersionError, json_pointer
+from agentfolio.formats.errors import FormatError, Problem, UnsupportedVersionError, json_pointer, refuse_if_invalid
 from agentfolio.formats.losses import Origin, with_extras
 from agentfolio.formats.schema_check import check
+from agentfolio.formats.shared import data_url_type, group_by_role
 from agentfolio.model import (
     DataContent,
     DocumentContent,
@@ -79,10 +80,7 @@ def read(document: Any, *, strict: bool = True, source: str | None = None) -> Re
         problems = validate(document)
     except FormatError as error:
         raise error.with_source(source) if source else error
-    if problems and strict:
-        first = problems[0]
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise InvalidDocumentError(f"{first.message}{more}", source=source, pointer=first.pointer, problems=problems)
+    refuse_if_invalid(problems, strict=strict, source=source)
     messages = document.get("messages")
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
         raise FormatError("messages must be an array of objects", source=source, pointer="/messages")
@@ -107,24 +105,7 @@ def group_entries(messages: Iterable[Message]) -> list[RequestEntry | ResponseEn
 
     A message with any other role joins the run before it (a request if it is first).
     """
-    entries: list[RequestEntry | ResponseEntry] = []
-    run: list[Message] = []
-    run_is_request: bool | None = None
-    for message in messages:
-        is_request = message.role in REQUEST_ROLES if message.role in ROLES else (
-            run_is_request if run_is_request is not None else True)
-        if run and is_request != run_is_request:
-            entries.append(_entry(run_is_request, run))
-            run = []
-        run.append(message)
-        run_is_request = is_request
-    if run:
-        entries.append(_entry(run_is_request, run))
-    return entries
-
-
-def _entry(is_request: bool | None, messages: list[Message]) -> RequestEntry | ResponseEntry:
-    return (RequestEntry if is_request else ResponseEntry)(messages=tuple(messages))
+    return group_by_role(messages, ROLES, REQUEST_ROLES)
 
 
 class _SegmentReader:
@@ -243,7 +224,7 @@ class _SegmentReader:
         extras = {"altText": raw["altText"]} if "altText" in raw else {}
         names = {"uri": ("url",)}
         if url.startswith("data:"):
-            declared = url[5:].split(",", 1)[0].split(";", 1)[0]
+            declared = data_url_type(url) or ""
             media_type = declared if declared.split("/", 1)[0].lower() == media and "/" in declared else f"{media}/*"
             return with_extras(DataContent(uri=url, media_type=media_type), extras), names
         return with_extras(UriContent(uri=url, media_type=f"{media}/*"), extras), names

@@ -12,27 +12,26 @@ from agentfolio.formats.losses import (
     Origin,
     Recorder,
     content_pointer,
-    document_text,
+    drop_entry_fields,
+    drop_presentation,
     entry_pointer,
+    error_text,
     json_text,
-    memory_text,
+    listing_text,
     message_pointer,
     set_fields,
-    skills_text,
-    tools_text,
     with_extras,
 )
-from agentfolio.formats.openai_chat.reader import _data_type, group_entries
+from agentfolio.formats.openai_chat.reader import group_entries
 from agentfolio.formats.openai_chat.spec import MESSAGE_EXTRA_KEYS, PART_EXTRA_KEYS, REQUEST_KEYS, ROLES
+from agentfolio.formats.shared import data_url_type
 from agentfolio.model import (
     DataContent,
-    DocumentContent,
     ErrorContent,
     FunctionCallContent,
     FunctionResultContent,
     HostedFileContent,
     HostedVectorStoreContent,
-    MemoryContent,
     Message,
     OpaqueContent,
     OpaqueEntry,
@@ -40,10 +39,7 @@ from agentfolio.model import (
     ReasoningContent,
     Session,
     SessionData,
-    SkillsContent,
-    TemplateVariableContent,
     TextContent,
-    ToolCatalogContent,
     UnknownContent,
     UriContent,
     UsageContent,
@@ -72,10 +68,7 @@ def lower(session: Session, *, origin: Origin | None = None, options: ConvertOpt
         if isinstance(entry, OpaqueEntry):
             rec.drop(entry, pointer, None, f"entry of unknown kind {entry.kind!r}", "chat messages have no entries")
             continue
-        for key in set_fields(entry, skip=("$type", "messages")):
-            rec.drop(entry, pointer, key, key, "chat messages have no entries, only messages")
-        for key in entry.extra:
-            rec.drop(entry, pointer, key, f"entry property {key!r}", "chat messages have no entries, only messages")
+        drop_entry_fields(rec, entry, pointer, "chat messages have no entries, only messages")
         if entry.kind not in ("request", "response"):
             rec.approximate(entry, pointer, "$type", f"entry kind {entry.kind!r}",
                             "read back, its messages form request or response entries by role")
@@ -164,10 +157,7 @@ def _lower_result(rec: Recorder, result: FunctionResultContent, pointer: str) ->
 def _drop_presentation_and_extras(rec: Recorder, content: Any, pointer: str,
                                   allowed: frozenset[str] = frozenset()) -> dict[str, Any]:
     """Presentation and unknown properties are dropped (reported); ``allowed`` ones kept."""
-    if content.presentation is not None:
-        for key in set_fields(content.presentation):
-            rec.drop(content, pointer, f"presentation/{key}", f"presentation {key}",
-                     "chat messages do not record how a content is shown")
+    drop_presentation(rec, content, pointer, "chat messages do not record how a content is shown")
     kept = {}
     for key, value in content.extra.items():
         if key in allowed:
@@ -178,8 +168,6 @@ def _drop_presentation_and_extras(rec: Recorder, content: Any, pointer: str,
 
 
 def _lower_content(rec: Recorder, content: Any, pointer: str, role: str) -> Any:
-    as_text = {TemplateVariableContent: lambda c: c.value, MemoryContent: memory_text, SkillsContent: skills_text,
-               ToolCatalogContent: tools_text, DocumentContent: document_text}
     if isinstance(content, (ReasoningContent, UsageContent, UnknownContent, OpaqueContent, HostedVectorStoreContent)):
         rec.drop(content, pointer, None, f"{content.kind} content", "chat messages have no place for it")
         return None
@@ -191,12 +179,12 @@ def _lower_content(rec: Recorder, content: Any, pointer: str, role: str) -> Any:
         return TextContent(text=content.text or "")
     if isinstance(content, ErrorContent):
         rec.approximate(content, pointer, None, "error content", "written as text")
-        code = f" [{content.error_code}]" if content.error_code else ""
-        return TextContent(text=f"Error{code}: {content.message or ''}")
-    if type(content) in as_text:
+        return TextContent(text=error_text(content))
+    text = listing_text(content)
+    if text is not None:
         rec.approximate(content, pointer, None, f"{content.kind} content", "chat messages have no such kind: "
                         "written as text")
-        return TextContent(text=as_text[type(content)](content))
+        return TextContent(text=text)
     if isinstance(content, (DataContent, UriContent, HostedFileContent, PartContent)) and role == "user":
         media_type = getattr(content, "media_type", None) or ""
         uri = getattr(content, "uri", None)
@@ -205,7 +193,7 @@ def _lower_content(rec: Recorder, content: Any, pointer: str, role: str) -> Any:
         if uri and media_type.startswith("image/") and isinstance(content, (DataContent, UriContent)):
             return with_extras(type(content)(uri=uri, media_type=media_type), kept)
         if isinstance(content, DataContent) and uri:
-            return with_extras(DataContent(uri=uri, media_type=media_type or _data_type(uri)), kept)
+            return with_extras(DataContent(uri=uri, media_type=media_type or data_url_type(uri)), kept)
     label = getattr(content, "uri", None) or getattr(content, "url", None) or getattr(content, "file_id", None)
     rec.approximate(content, pointer, None, f"{content.kind} content",
                     "only user messages carry files and images in Chat Completions: written as a text mention")

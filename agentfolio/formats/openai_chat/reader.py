@@ -7,9 +7,10 @@ from typing import Any, Iterable
 import orjson
 
 from agentfolio.formats.base import ReadResult
-from agentfolio.formats.errors import FormatError, InvalidDocumentError, Problem, json_pointer
+from agentfolio.formats.errors import FormatError, Problem, json_pointer, refuse_if_invalid
 from agentfolio.formats.losses import Origin, with_extras
 from agentfolio.formats.openai_chat.spec import AUDIO_TYPES, MESSAGE_KEYS, NAME, REQUEST_ROLES, ROLES
+from agentfolio.formats.shared import data_url_type, group_by_role
 from agentfolio.model import (
     DataContent,
     FunctionCallContent,
@@ -85,10 +86,7 @@ def read(document: Any, *, strict: bool = True, source: str | None = None) -> Re
         problems = validate(document)
     except FormatError as error:
         raise error.with_source(source) if source else error
-    if problems and strict:
-        first = problems[0]
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise InvalidDocumentError(f"{first.message}{more}", source=source, pointer=first.pointer, problems=problems)
+    refuse_if_invalid(problems, strict=strict, source=source)
     messages, base = _messages_of(document)
     if not all(isinstance(m, dict) for m in messages):
         raise FormatError("messages must be objects", source=source, pointer=json_pointer(base))
@@ -103,20 +101,7 @@ def read(document: Any, *, strict: bool = True, source: str | None = None) -> Re
 
 
 def group_entries(messages: Iterable[Message]) -> list[RequestEntry | ResponseEntry]:
-    entries: list[RequestEntry | ResponseEntry] = []
-    run: list[Message] = []
-    run_is_request: bool | None = None
-    for message in messages:
-        is_request = message.role in REQUEST_ROLES if message.role in ROLES else bool(
-            run_is_request if run_is_request is not None else True)
-        if run and is_request != run_is_request:
-            entries.append((RequestEntry if run_is_request else ResponseEntry)(messages=tuple(run)))
-            run = []
-        run.append(message)
-        run_is_request = is_request
-    if run:
-        entries.append((RequestEntry if run_is_request else ResponseEntry)(messages=tuple(run)))
-    return entries
+    return group_by_role(messages, ROLES, REQUEST_ROLES)
 
 
 def _read_message(raw: dict[str, Any], pointer: str, origin: Origin) -> Message:
@@ -188,7 +173,7 @@ def _read_part(part: Any, pointer: str, origin: Origin) -> Any:
             if isinstance(file.get("file_id"), str) and "file_data" not in file:
                 built = with_extras(HostedFileContent(file_id=file["file_id"]), _rest(file, "file_id"))
             elif isinstance(file.get("file_data"), str) and "file_id" not in file:
-                built = with_extras(DataContent(uri=file["file_data"], media_type=_data_type(file["file_data"])),
+                built = with_extras(DataContent(uri=file["file_data"], media_type=data_url_type(file["file_data"])),
                                     _rest(file, "file_data"))
             names = {"fileId": ("file", "file_id"), "uri": ("file", "file_data")}
     except (TypeError, AttributeError):  # pragma: no cover - shapes checked above
@@ -203,16 +188,10 @@ def _rest(value: dict[str, Any], *known: str) -> dict[str, Any]:
     return {k: v for k, v in value.items() if k not in known}
 
 
-def _data_type(uri: str) -> str | None:
-    if not uri.startswith("data:"):
-        return None
-    declared = uri[5:].split(",", 1)[0].split(";", 1)[0]
-    return declared or None
-
 
 def _media_content(url: str, media: str) -> Any:
     if url.startswith("data:"):
-        declared = _data_type(url)
+        declared = data_url_type(url)
         media_type = declared if declared and declared.split("/", 1)[0] == media else f"{media}/*"
         return DataContent(uri=url, media_type=media_type)
     return UriContent(uri=url, media_type=f"{media}/*")
