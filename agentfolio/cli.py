@@ -78,7 +78,8 @@ def _validate_one(path: Path, format_name: str | None, max_bytes: int) -> dict[s
 def _print_report(report: dict[str, Any]) -> None:
     name = report["file"]
     if report["valid"]:
-        stdout.print(f"[green]valid[/] {escape(name)} ({report['format']} {report['version']})",
+        described = " ".join(str(part) for part in (report["format"], report["version"]) if part is not None)
+        stdout.print(f"[green]valid[/] {escape(name)} ({described})",
                      highlight=False, soft_wrap=True)
     else:
         stdout.print(f"[red]invalid[/] {escape(name)}: {len(report['problems'])} problem(s)",

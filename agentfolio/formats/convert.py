@@ -98,7 +98,8 @@ def convert(document_or_session: Any, *, to: str, from_: str | None = None,
             origin = Origin(prefix=_SESSION_POINTERS[from_], presentation=True)
     else:
         module = registry.get(from_) if from_ else registry.detect(document_or_session, source=source)
-        read = module.read(document_or_session, strict=strict_read, source=source)
+        more = {"options": options} if getattr(module, "READ_TAKES_OPTIONS", False) else {}
+        read = module.read(document_or_session, strict=strict_read, source=source, **more)
         session, origin, source_format, problems = read.session, read.origin, module.NAME, read.problems
         if origin is None and module.NAME in _SESSION_POINTERS:
             origin = Origin(prefix=_SESSION_POINTERS[module.NAME], presentation=True)

@@ -57,6 +57,12 @@ class Origin:
         self._where[id(record)] = (pointer, names or {})
         self._alive.append(record)
 
+    def locates(self, record: Any) -> bool:
+        """Whether the source has a place of its own for ``record``: one added here, or any
+        record of a source laid out as the model is (nothing added).  A record a reader
+        made up (an entry grouped from role runs) has none."""
+        return not self._where or id(record) in self._where
+
     def pointer(self, record: Any, default: str, key: str | None = None) -> str:
         base, names = self._where.get(id(record), (self.prefix + default, {}))
         if key is None:
@@ -196,3 +202,6 @@ class ConvertOptions:
     long_text_chars: int | None = None
     # Refuse (LossError) instead of converting when anything would be lost.
     strict: bool = False
+    # The role a message body's one message is read with, and the one a body is
+    # lowered to (None: agentfolio.formats.message_body.DEFAULT_ROLE, "assistant").
+    body_role: str | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from agentfolio.formats import canonical, durable_state, envelope, openai_chat
+from agentfolio.formats import canonical, durable_state, envelope, message_body, openai_chat
 from agentfolio.formats.errors import FormatError
 
 # Order matters for detection: the most specific shape first.
@@ -14,6 +14,9 @@ FORMATS: dict[str, ModuleType] = {
     canonical.NAME: canonical,
     envelope.NAME: envelope,
     openai_chat.NAME: openai_chat,
+    # Last: only an object whose one key is a "parts" array (message_body.looks_like
+    # also refuses the other formats' marker keys, so order cannot steal their documents).
+    message_body.NAME: message_body,
 }
 
 
@@ -30,4 +33,5 @@ def detect(document: Any, *, source: str | None = None) -> ModuleType:
         if module.looks_like(document):
             return module
     raise FormatError("not a document agentfolio knows: expected one of " + ", ".join(FORMATS)
-                      + " (durable state has schemaVersion and data; a Prompt Envelope has version and messages)", source=source, pointer="")
+                      + " (durable state has schemaVersion and data; a Prompt Envelope has version and messages;"
+                      ' a message body is {"parts": [...]})', source=source, pointer="")
