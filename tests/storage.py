@@ -127,15 +127,22 @@ def settings_env(settings: Settings) -> dict[str, str]:
 
 
 class LiveServer:
-    """``uvicorn --factory agentfolio.api.app:app_from_env`` in its own process, on loopback."""
+    """A server in its own process, on loopback: by default
+    ``uvicorn --factory agentfolio.api.app:app_from_env``; ``cli_serve`` runs the real
+    ``agentfolio serve`` command instead."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, cli_serve: bool = False) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--factory", "agentfolio.api.app:app_from_env", "--host", "127.0.0.1",
-             "--port", str(self.port), "--log-level", "warning"],
-            env=settings_env(settings), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        address = ["--host", "127.0.0.1", "--port", str(self.port)]
+        if cli_serve:
+            command = [sys.executable, "-m", "agentfolio.cli", "serve", *address]
+            env = {**settings_env(settings), "AGENTFOLIO_LOG_LEVEL": "warning"}
+        else:
+            command = [sys.executable, "-m", "uvicorn", "--factory", "agentfolio.api.app:app_from_env", *address,
+                       "--log-level", "warning"]
+            env = settings_env(settings)
+        self.process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

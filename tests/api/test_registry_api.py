@@ -212,3 +212,39 @@ def test_agents_cli(api, settings: Settings) -> None:
     missing = subprocess.run([sys.executable, "-m", "agentfolio.cli", "agents", "risk", "nobody",
                               "--account", "alice"], env=env, capture_output=True, text=True, timeout=60)
     assert missing.returncode == 1 and "error:" in missing.stderr
+
+
+def test_record_quality_is_validated_summarised_and_removable(api) -> None:
+    alice, bob = api
+    agent = ok(alice.post("/api/v1/agent", json={"details": {"name": "judge", "external_identifier": "judge-1"}}))["id"]
+    schema = {**SCHEMA, "external_identifier": "v-quality", "quality_schemas": [
+        {"name": "helpfulness", "template": "scored {{score}}",
+         "schema": {"type": "object", "required": ["score"], "properties": {"score": {"type": "number"}}}}]}
+    instance = ok(alice.post("/api/v1/agent_instance/register", json={
+        "agent_id": agent, "agent_version": {"name": "judge"}, "agent_schema_version": schema,
+        "idempotency_key": "register-quality-1"}))["id"]
+    path = f"/api/v1/agent_instance/{instance}/record_quality"
+
+    recorded = ok(alice.post(path, json={"name": "helpfulness", "payload": {"score": 0.9},
+                                         "idempotency_key": "quality-0001"}))
+    assert recorded["quality_payloads"] == {"helpfulness": {"score": 0.9}}
+    assert recorded["quality_summaries"] == {"helpfulness": "scored 0.9"}
+    assert recorded["quality_validation"]["helpfulness"]["status"] == "valid"
+    # A replay answers as the first time; the same key with another body is refused.
+    assert ok(alice.post(path, json={"name": "helpfulness", "payload": {"score": 0.9},
+                                     "idempotency_key": "quality-0001"})) == recorded
+    error(alice.post(path, json={"name": "helpfulness", "payload": {"score": 0.1},
+                                 "idempotency_key": "quality-0001"}), 409, "idempotency_key_already_used")
+
+    # Kept even when it breaks its schema or names no declared quality: flagged, not refused.
+    flagged = ok(alice.post(path, json={"name": "helpfulness", "payload": {"score": "high"}}))
+    assert flagged["quality_payloads"]["helpfulness"] == {"score": "high"}
+    assert flagged["quality_validation"]["helpfulness"]["status"] == "invalid"
+    undeclared = ok(alice.post(path, json={"name": "tone", "payload": {"ok": True}}))
+    assert undeclared["quality_payloads"]["tone"] == {"ok": True}
+    assert undeclared["quality_validation"]["tone"]["status"] == "invalid"
+
+    removed = ok(alice.post(path, json={"name": "tone", "payload": None}))
+    assert "tone" not in removed["quality_payloads"] and "tone" not in removed["quality_validation"]
+    assert ok(alice.get(f"/api/v1/agent_instance/{instance}"))["quality_payloads"] == removed["quality_payloads"]
+    error(bob.post(path, json={"name": "helpfulness", "payload": {"score": 1}}), 404, "not_found")

@@ -10,10 +10,6 @@ every span with its parent, status, validation result and rendered template.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
-import time
 from typing import Iterator
 
 import httpx
@@ -21,47 +17,16 @@ import pytest
 
 from agentfolio.settings import Settings
 from agentfolio.store import Store
-from tests.storage import free_port, settings_env
+from tests.storage import LiveServer
 
-prefactor_core = pytest.importorskip("prefactor_core")
-prefactor_http = pytest.importorskip("prefactor_http")
-
-
-class Served:
-    """``agentfolio serve`` (the real CLI) in its own process on loopback."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {**settings_env(settings), "AGENTFOLIO_LOG_LEVEL": "warning"}
-        self.process = subprocess.Popen([sys.executable, "-m", "agentfolio.cli", "serve", "--host", "127.0.0.1",
-                                         "--port", str(self.port)], env=env, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(self.process.stderr.read().decode()[-2000:])  # type: ignore[union-attr]
-            try:
-                httpx.get(self.url + "/openapi.json", timeout=1)
-                return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("agentfolio serve did not start within 30 s")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+# Dev dependencies installed by `make test`: a missing SDK fails loudly, never skips.
+import prefactor_core  # noqa: E402
+import prefactor_http  # noqa: E402,F401
 
 
 @pytest.fixture
-def served(settings: Settings, store: Store) -> Iterator[Served]:
-    server = Served(settings)
+def served(settings: Settings, store: Store) -> Iterator[LiveServer]:
+    server = LiveServer(settings, cli_serve=True)
     try:
         yield server
     finally:
@@ -134,7 +99,7 @@ async def bulk_spans(url: str, token: str, instance_id: str, parent_id: str) -> 
     return {"first": first, "replay": replay}
 
 
-def test_prefactor_core_agent_end_to_end(served: Served, store: Store) -> None:
+def test_prefactor_core_agent_end_to_end(served: LiveServer, store: Store) -> None:
     token, _ = store.accounts.create_token("e2e")
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=served.url, headers=headers, timeout=30) as api:
