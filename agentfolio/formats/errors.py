@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 
 def json_pointer(path: Iterable[str | int]) -> str:
@@ -62,3 +62,15 @@ def refuse_if_invalid(problems: Sequence[Problem], *, strict: bool, source: str 
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InvalidDocumentError(f"{first.message}{more}", source=source, pointer=first.pointer,
                                    problems=list(problems))
+
+
+def validated(check: Callable[[Any], list[Problem]], document: Any, *, strict: bool,
+              source: str | None) -> list[Problem]:
+    """``check(document)``'s problems, after refusing what a strict read refuses; errors
+    name ``source``."""
+    try:
+        problems = check(document)
+    except FormatError as error:
+        raise error.with_source(source) if source else error
+    refuse_if_invalid(problems, strict=strict, source=source)
+    return problems

@@ -38,7 +38,7 @@ from pydantic import ValidationError
 from agentfolio.body.names import content_type_essence
 from agentfolio.body.parts import FIELDS, MessagePart
 from agentfolio.formats.base import ReadResult
-from agentfolio.formats.errors import FormatError, Problem, json_pointer, refuse_if_invalid
+from agentfolio.formats.errors import FormatError, Problem, json_pointer, validated
 from agentfolio.formats.losses import (
     ConvertOptions,
     Lowered,
@@ -142,11 +142,7 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     """A body as a session of one message (role: ``role``, else ``options.body_role``,
     else :data:`DEFAULT_ROLE`).  A tolerant read keeps a part that breaks the rules as an
     OpaqueContent and unknown root properties in the session's ``extra``."""
-    try:
-        problems = validate(document)
-    except FormatError as error:
-        raise error.with_source(source) if source else error
-    refuse_if_invalid(problems, strict=strict, source=source)
+    problems = validated(validate, document, strict=strict, source=source)
     role = role or (options.body_role if options else None) or DEFAULT_ROLE
     flagged = {problem.pointer for problem in problems}
     origin = Origin()

@@ -1,11 +1,13 @@
 """Logic more than one format uses the same way: grouping messages into entries by role
-runs, and taking ``data:`` URLs apart."""
+runs, flattening them again for writers without entries, and taking ``data:`` URLs apart."""
 
 from __future__ import annotations
 
-from typing import Collection, Iterable
+from typing import Collection, Iterable, Iterator
 
-from agentfolio.model import Message, RequestEntry, ResponseEntry
+from agentfolio.formats.errors import FormatError
+from agentfolio.formats.losses import entry_pointer, message_pointer
+from agentfolio.model import Message, OpaqueEntry, RequestEntry, ResponseEntry, Session
 
 
 def group_by_role(messages: Iterable[Message], roles: Collection[str],
@@ -27,6 +29,17 @@ def group_by_role(messages: Iterable[Message], roles: Collection[str],
     if run:
         entries.append((RequestEntry if run_is_request else ResponseEntry)(messages=tuple(run)))
     return entries
+
+
+def messages_to_write(session: Session, form: str) -> Iterator[tuple[str, Message]]:
+    """Every message with its pointer, for writers whose format has messages but no
+    entries; an entry of a kind we do not know has no such form (FormatError)."""
+    for entry_index, entry in enumerate(session.entries):
+        if isinstance(entry, OpaqueEntry):
+            raise FormatError(f"an entry of kind {entry.kind!r} has no {form} form; convert the session",
+                              pointer=entry_pointer(entry_index))
+        for message_index, message in enumerate(entry.items):
+            yield message_pointer(entry_index, message_index), message
 
 
 def data_url_type(uri: str) -> str | None:

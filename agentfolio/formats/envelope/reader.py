@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from agentfolio.formats.base import ReadResult
 from agentfolio.formats.envelope.spec import MESSAGE_KEYS, NAME, REQUEST_ROLES, ROLES, SCHEMA, SEGMENT_KEYS, VERSION
 from agentfolio.formats.envelope.timestamps import ms_to_iso, timestamp_problem
-from agentfolio.formats.errors import FormatError, Problem, UnsupportedVersionError, json_pointer, refuse_if_invalid
+from agentfolio.formats.errors import FormatError, Problem, UnsupportedVersionError, json_pointer, validated
 from agentfolio.formats.losses import Origin, with_extras
 from agentfolio.formats.schema_check import check
 from agentfolio.formats.shared import data_url_type, group_by_role
@@ -76,11 +76,7 @@ def read(document: Any, *, strict: bool = True, source: str | None = None) -> Re
     as read: a segment with problems as an OpaqueContent, a message's bad ``id``/``role``
     /``timestamp`` in its ``extra``, so the write still gives the document back.
     """
-    try:
-        problems = validate(document)
-    except FormatError as error:
-        raise error.with_source(source) if source else error
-    refuse_if_invalid(problems, strict=strict, source=source)
+    problems = validated(validate, document, strict=strict, source=source)
     messages = document.get("messages")
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
         raise FormatError("messages must be an array of objects", source=source, pointer="/messages")

@@ -9,7 +9,7 @@ import orjson
 from agentfolio.formats.envelope.spec import FOLDED_BY_DEFAULT, MEDIA_TYPES, MESSAGE_KEYS, VERSION
 from agentfolio.formats.envelope.timestamps import iso_to_ms
 from agentfolio.formats.errors import FormatError
-from agentfolio.formats.losses import entry_pointer, message_pointer
+from agentfolio.formats.shared import messages_to_write
 from agentfolio.model import (
     DataContent,
     DocumentContent,
@@ -18,7 +18,6 @@ from agentfolio.model import (
     MemoryContent,
     Message,
     OpaqueContent,
-    OpaqueEntry,
     Session,
     SkillsContent,
     TemplateVariableContent,
@@ -42,12 +41,8 @@ def write(session: Session) -> dict[str, Any]:
     call_names = {c.call_id: c.name for _, m in session.messages() for c in m.items
                   if isinstance(c, FunctionCallContent) and c.call_id is not None}
     messages = []
-    for entry_index, entry in enumerate(session.entries):
-        if isinstance(entry, OpaqueEntry):
-            raise FormatError(f"an entry of kind {entry.kind!r} has no envelope form; convert the session",
-                              pointer=entry_pointer(entry_index))
-        for message_index, message in enumerate(entry.items):
-            messages.append(_write_message(message, call_names, message_pointer(entry_index, message_index)))
+    for pointer, message in messages_to_write(session, "envelope"):
+        messages.append(_write_message(message, call_names, pointer))
     document["messages"] = messages
     for key, value in extras.items():
         document.setdefault(key, value)

@@ -7,7 +7,7 @@ from typing import Any, Iterable
 import orjson
 
 from agentfolio.formats.base import ReadResult
-from agentfolio.formats.errors import FormatError, Problem, json_pointer, refuse_if_invalid
+from agentfolio.formats.errors import FormatError, Problem, json_pointer, validated
 from agentfolio.formats.losses import Origin, with_extras
 from agentfolio.formats.openai_chat.spec import AUDIO_TYPES, MESSAGE_KEYS, NAME, REQUEST_ROLES, ROLES
 from agentfolio.formats.shared import data_url_type, group_by_role
@@ -82,11 +82,7 @@ def _messages_of(document: Any) -> tuple[list[Any], list[str]]:
 
 
 def read(document: Any, *, strict: bool = True, source: str | None = None) -> ReadResult:
-    try:
-        problems = validate(document)
-    except FormatError as error:
-        raise error.with_source(source) if source else error
-    refuse_if_invalid(problems, strict=strict, source=source)
+    problems = validated(validate, document, strict=strict, source=source)
     messages, base = _messages_of(document)
     if not all(isinstance(m, dict) for m in messages):
         raise FormatError("messages must be objects", source=source, pointer=json_pointer(base))

@@ -6,8 +6,8 @@ from typing import Any
 
 
 from agentfolio.formats.errors import FormatError
-from agentfolio.formats.losses import entry_pointer, message_pointer
 from agentfolio.formats.openai_chat.spec import AUDIO_TYPES
+from agentfolio.formats.shared import messages_to_write
 from agentfolio.model import (
     DataContent,
     FunctionCallContent,
@@ -15,7 +15,6 @@ from agentfolio.model import (
     HostedFileContent,
     Message,
     OpaqueContent,
-    OpaqueEntry,
     Session,
     TextContent,
     UriContent,
@@ -26,12 +25,8 @@ def write(session: Session) -> dict[str, Any]:
     """The session as a Chat Completions request body: ``{..., "messages": [...]}``."""
     extras = dict(session.extra)
     messages = []
-    for entry_index, entry in enumerate(session.entries):
-        if isinstance(entry, OpaqueEntry):
-            raise FormatError(f"an entry of kind {entry.kind!r} has no OpenAI form; convert the session",
-                              pointer=entry_pointer(entry_index))
-        for index, message in enumerate(entry.items):
-            messages.append(_write_message(message, message_pointer(entry_index, index)))
+    for pointer, message in messages_to_write(session, "OpenAI"):
+        messages.append(_write_message(message, pointer))
     document: dict[str, Any] = {}
     if "model" in extras:
         document["model"] = extras.pop("model")
