@@ -281,7 +281,7 @@ def lower(session: Session, *, origin: Origin | None = None, options: ConvertOpt
             rec.drop(session.data, "/data", key, f"data property {key!r}", "a message body has no session state")
     contents: list[Any] = []
     names: set[str] = set()
-    first: tuple[int, int] | None = None
+    first: str | None = None  # where the first message stood in the source
     for entry_index, entry in enumerate(session.entries):
         pointer = entry_pointer(entry_index)
         if isinstance(entry, OpaqueEntry):
@@ -295,10 +295,10 @@ def lower(session: Session, *, origin: Origin | None = None, options: ConvertOpt
         for index, message in enumerate(entry.items):
             where = message_pointer(entry_index, index)
             if first is None:
-                first = (entry_index, index)
+                first = rec.at(message, where) or "/"
             else:
                 rec.approximate(message, where, None, "message boundary",
-                                f"a message body is one message: its parts join those of {message_pointer(*first)}")
+                                f"a message body is one message: its parts join those of {first}")
             _lower_message_fields(rec, message, where, role)
             for position, content in enumerate(message.items):
                 lowered = _lower_content(rec, content, content_pointer(entry_index, index, position), names)
