@@ -91,6 +91,8 @@ def detect(document: Any, *, name: str, size: int, owner: Any) -> Opened:
         module = registry.detect(document, source=name)
     except FormatError:
         module = None
+    if module is not None and module.NAME == "message-body":
+        module = None  # a body (or a body schema) has views of its own, below
     if module is not None:
         opened.detected = module.NAME
         try:
