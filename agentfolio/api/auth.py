@@ -17,15 +17,21 @@ def get_store(request: Request) -> Store:
     return request.app.state.store
 
 
-def current_account(request: Request,
-                    credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Account:
+def bearer_token(request: Request, credentials: HTTPAuthorizationCredentials | None) -> str:
+    """The request's bearer token: not_authenticated without one, bad_authtoken when the
+    Authorization header is not of the Bearer form."""
     if credentials is None:
         if request.headers.get("authorization"):
             raise ApiError(401, "bad_authtoken", "the Authorization header must be 'Bearer <token>'",
                            headers={"WWW-Authenticate": "Bearer"})
         raise ApiError(401, "not_authenticated", "this request needs 'Authorization: Bearer <token>'",
                        headers={"WWW-Authenticate": "Bearer"})
-    account = get_store(request).accounts.authenticate(credentials.credentials)
+    return credentials.credentials
+
+
+def current_account(request: Request,
+                    credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Account:
+    account = get_store(request).accounts.authenticate(bearer_token(request, credentials))
     if account is None:
         raise ApiError(401, "bad_authtoken", "the bearer token is not valid (unknown or revoked)",
                        headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})

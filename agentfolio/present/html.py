@@ -74,17 +74,6 @@ def pretty_json(value: Any, limit: int = JSON_PREVIEW_CHARS) -> tuple[str, int]:
     return text, 0
 
 
-def human_size(size: float | None) -> str:
-    if size is None:
-        return "size unknown"
-    value = float(size)
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{int(value):,} bytes" if unit == "bytes" else f"{value:,.1f} {unit}"
-        value /= 1024
-    return f"{value:,.1f} GB"  # pragma: no cover
-
-
 def short_time(value: Any) -> str:
     """A timestamp for people: ``2025-11-04 19:33:10 UTC`` from ISO text or epoch ms."""
     moment = parse_moment(value)
@@ -256,7 +245,7 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("agentfolio.web", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(markdown=render_markdown, json=_json_filter, json_cut=_json_cut, size=human_size,
+    env.filters.update(markdown=render_markdown, json=_json_filter, json_cut=_json_cut, size=rules.human_size,
                        usage=lambda usage: rules.format_usage(usage) if usage is not None else "tokens: not reported",
                        time=short_time, one_line=rules.one_line)
     env.globals.update(json_limit=JSON_PREVIEW_CHARS, long_text_chars=rules.LONG_TEXT_CHARS,

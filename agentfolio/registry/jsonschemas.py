@@ -80,11 +80,11 @@ def check_schema(schema: object) -> SchemaCheck:
     if isinstance(schema, bool):
         return SchemaCheck("success")
     if not isinstance(schema, dict):
-        return SchemaCheck("error", f"a JSON Schema must be an object, found {_json_type(schema)}")
+        return SchemaCheck("error", f"a JSON Schema must be an object, found {json_type(schema)}")
     declared = schema.get("$schema")
     if declared is not None:
         if not isinstance(declared, str):
-            return SchemaCheck("error", f"$schema must be a string, found {_json_type(declared)}")
+            return SchemaCheck("error", f"$schema must be a string, found {json_type(declared)}")
         if _normalise_meta_uri(declared) not in KNOWN_META_SCHEMAS:
             return SchemaCheck("error", f"unsupported $schema {declared!r}: use draft 4, 6, 7, 2019-09 or 2020-12 "
                                         "(remote meta-schemas are not fetched)")
@@ -159,7 +159,8 @@ def compile_schema(schema: Any) -> Any:
     return VALIDATORS.get(schema)
 
 
-def _json_type(value: object) -> str:
+def json_type(value: object) -> str:
+    """A JSON value's type for messages: ``null``, ``a boolean``, ``an object``..."""
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -33,6 +33,7 @@ from typing import Any, Iterable, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agentfolio.registry.errors import FieldProblem, RegistryError, invalid, join_field
+from agentfolio.registry.jsonschemas import json_type
 
 ActionValue = Literal["unknown", "allowed", "disallowed"]
 CategoryValue = Literal["unknown", "included", "excluded"]
@@ -167,7 +168,7 @@ def data_risk_problems(raw: object, field_path: str = "data_risk") -> list[Field
     if raw is None:
         return []
     if not isinstance(raw, Mapping):
-        return [invalid(field_path, f"must be an object with {', '.join(DATA_RISK_PARTS)}, found {_json_type(raw)}")]
+        return [invalid(field_path, f"must be an object with {', '.join(DATA_RISK_PARTS)}, found {json_type(raw)}")]
     problems: list[FieldProblem] = []
     # Other top-level keys are tolerated (the SDK's model allows extras); the three
     # known parts are checked strictly, since a misspelt key would silently read as
@@ -184,14 +185,14 @@ def _enum_object_problems(raw: object, path: str, allowed: Mapping[str, tuple[st
     if raw is None:
         return []
     if not isinstance(raw, Mapping):
-        return [invalid(path, f"must be an object, found {_json_type(raw)}")]
+        return [invalid(path, f"must be an object, found {json_type(raw)}")]
     problems = []
     for key, value in raw.items():
         key_path = join_field(path, str(key))
         if key not in allowed:
             problems.append(invalid(key_path, f"unknown field {key!r}: expected one of {', '.join(allowed)}"))
         elif value not in allowed[key]:
-            shown = repr(value) if isinstance(value, str) else _json_type(value)
+            shown = repr(value) if isinstance(value, str) else json_type(value)
             problems.append(invalid(key_path, f"{shown} is not one of {', '.join(allowed[key])}"))
     return problems
 
@@ -586,20 +587,6 @@ def _flags(pairs: list[tuple[str, DataRisk]], undeclared: tuple[str, ...]) -> li
                               undeclared))
     order = {severity: index for index, severity in enumerate(reversed(SEVERITIES))}
     return sorted(flags, key=lambda flag: order[flag.severity])
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 def _round(value: float) -> float:

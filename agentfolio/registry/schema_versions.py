@@ -37,7 +37,7 @@ from typing import Any, Iterable, Mapping
 
 from agentfolio.registry.errors import FieldProblem, RegistryError, invalid, join_field, required
 from agentfolio.registry.ids import describe_invalid
-from agentfolio.registry.jsonschemas import SchemaCheck, canonical_bytes, check_schema
+from agentfolio.registry.jsonschemas import SchemaCheck, canonical_bytes, check_schema, json_type
 from agentfolio.registry.risk import DataRisk, data_risk_problems, parse_data_risk
 from agentfolio.registry.templates import TemplateCheck, check_template
 from agentfolio.registry.timestamps import format_timestamp
@@ -160,7 +160,7 @@ def normalise_schema_version(details: object, field_path: str = "details") -> Sc
     """Fold a create request into a :class:`SchemaVersionDraft`; :class:`RegistryError`
     (every structural problem, each naming its field) when it cannot be accepted."""
     if not isinstance(details, Mapping):
-        raise RegistryError(invalid(field_path, f"must be an object, found {_json_type(details)}"))
+        raise RegistryError(invalid(field_path, f"must be an object, found {json_type(details)}"))
     problems: list[FieldProblem] = []
 
     version_id = details.get("id")
@@ -177,7 +177,7 @@ def normalise_schema_version(details: object, field_path: str = "details") -> Sc
     listed = details.get("span_type_schemas")
     list_path = join_field(field_path, "span_type_schemas")
     if listed is not None and not isinstance(listed, list):
-        problems.append(invalid(list_path, f"must be an array of span types, found {_json_type(listed)}"))
+        problems.append(invalid(list_path, f"must be an array of span types, found {json_type(listed)}"))
         listed = None
     for index, raw in enumerate(listed or ()):
         path = join_field(list_path, index)
@@ -199,14 +199,14 @@ def normalise_schema_version(details: object, field_path: str = "details") -> Sc
             continue
         if not isinstance(mapping, Mapping):
             problems.append(invalid(map_path, f"must be an object mapping span type names to JSON Schemas, "
-                                              f"found {_json_type(mapping)}"))
+                                              f"found {json_type(mapping)}"))
             continue
         for name, schema in mapping.items():
             path = join_field(map_path, str(name))
             if not _valid_name(name, path, problems):
                 continue
             if not isinstance(schema, dict):
-                problems.append(invalid(path, f"must be a JSON Schema object, found {_json_type(schema)}"))
+                problems.append(invalid(path, f"must be a JSON Schema object, found {json_type(schema)}"))
                 continue
             if key == "span_schemas":
                 if name not in entries:
@@ -232,7 +232,7 @@ def normalise_schema_version(details: object, field_path: str = "details") -> Sc
 
 def _span_type_entry(raw: object, path: str, problems: list[FieldProblem]) -> dict[str, Any] | None:
     if not isinstance(raw, Mapping):
-        problems.append(invalid(path, f"must be an object, found {_json_type(raw)}"))
+        problems.append(invalid(path, f"must be an object, found {json_type(raw)}"))
         return None
     before = len(problems)
     name = raw.get("name")
@@ -243,11 +243,11 @@ def _span_type_entry(raw: object, path: str, problems: list[FieldProblem]) -> di
                                                                     "use {} to accept any payload)"))
     elif not isinstance(params, dict):
         problems.append(invalid(join_field(path, "params_schema"),
-                                f"must be a JSON Schema object, found {_json_type(params)}"))
+                                f"must be a JSON Schema object, found {json_type(params)}"))
     result = raw.get("result_schema")
     if result is not None and not isinstance(result, dict):
         problems.append(invalid(join_field(path, "result_schema"),
-                                f"must be a JSON Schema object or null, found {_json_type(result)}"))
+                                f"must be a JSON Schema object or null, found {json_type(result)}"))
     entry: dict[str, Any] = {"name": name, "params_schema": params, "result_schema": result}
     for key, limit in (("title", MAX_NAME_CHARS), ("description", MAX_TEXT_CHARS), ("template", MAX_TEXT_CHARS)):
         entry[key] = _optional_text(raw, key, path, problems, limit)
@@ -282,13 +282,13 @@ def _quality_schemas(raw: object, path: str, problems: list[FieldProblem]) -> di
     if raw is None:
         return {}
     if not isinstance(raw, list):
-        problems.append(invalid(path, f"must be an array of quality schemas, found {_json_type(raw)}"))
+        problems.append(invalid(path, f"must be an array of quality schemas, found {json_type(raw)}"))
         return {}
     out: dict[str, QualitySchema] = {}
     for index, item in enumerate(raw):
         item_path = join_field(path, index)
         if not isinstance(item, Mapping):
-            problems.append(invalid(item_path, f"must be an object, found {_json_type(item)}"))
+            problems.append(invalid(item_path, f"must be an object, found {json_type(item)}"))
             continue
         before = len(problems)
         name = item.get("name")
@@ -298,7 +298,7 @@ def _quality_schemas(raw: object, path: str, problems: list[FieldProblem]) -> di
             problems.append(required(join_field(item_path, "schema"), "is required (a JSON Schema object)"))
         elif not isinstance(schema, dict):
             problems.append(invalid(join_field(item_path, "schema"),
-                                    f"must be a JSON Schema object, found {_json_type(schema)}"))
+                                    f"must be a JSON Schema object, found {json_type(schema)}"))
         title = _optional_text(item, "title", item_path, problems, MAX_NAME_CHARS)
         description = _optional_text(item, "description", item_path, problems, MAX_TEXT_CHARS)
         template = _optional_text(item, "template", item_path, problems, MAX_TEXT_CHARS)
@@ -318,7 +318,7 @@ def _valid_name(name: object, path: str, problems: list[FieldProblem]) -> bool:
         problems.append(required(path))
         return False
     if not isinstance(name, str) or not name.strip():
-        problems.append(invalid(path, f"must be a non-empty string, found {_json_type(name)}"))
+        problems.append(invalid(path, f"must be a non-empty string, found {json_type(name)}"))
         return False
     if len(name) > MAX_NAME_CHARS:
         problems.append(invalid(path, f"is {len(name)} characters, over the {MAX_NAME_CHARS}-character limit"))
@@ -333,7 +333,7 @@ def _optional_text(raw: Mapping[str, Any], key: str, path: str, problems: list[F
         return None
     key_path = join_field(path, key) if path else key
     if not isinstance(value, str):
-        problems.append(invalid(key_path, f"must be a string or null, found {_json_type(value)}"))
+        problems.append(invalid(key_path, f"must be a string or null, found {json_type(value)}"))
         return None
     if len(value) > limit:
         problems.append(invalid(key_path, f"is {len(value):,} characters, over the {limit:,}-character limit"))
@@ -384,15 +384,3 @@ def count_external_identifier_repeats(external_identifier: str | None, existing:
     return sum(1 for value in existing if value == external_identifier)
 
 
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"

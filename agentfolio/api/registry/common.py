@@ -16,7 +16,7 @@ from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
 from starlette.concurrency import run_in_threadpool
 
-from agentfolio.api.auth import bearer, get_store
+from agentfolio.api.auth import bearer, bearer_token, get_store
 from agentfolio.api.body import parse_body
 from agentfolio.api.errors import ApiError, json_response
 from agentfolio.store.registry import DEPLOYMENT_TOKEN_PREFIX, Principal
@@ -28,13 +28,7 @@ ERROR_STATUSES = (400, 401, 403, 404, 409, 422)
 def current_principal(request: Request,
                       credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
     """The caller: an account token (``afk_…``) or a deployment token (``afd_…``)."""
-    if credentials is None:
-        if request.headers.get("authorization"):
-            raise ApiError(401, "bad_authtoken", "the Authorization header must be 'Bearer <token>'",
-                           headers={"WWW-Authenticate": "Bearer"})
-        raise ApiError(401, "not_authenticated", "this request needs 'Authorization: Bearer <token>'",
-                       headers={"WWW-Authenticate": "Bearer"})
-    token = credentials.credentials
+    token = bearer_token(request, credentials)
     store = get_store(request)
     principal: Principal | None
     if token.startswith(DEPLOYMENT_TOKEN_PREFIX):
