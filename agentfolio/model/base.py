@@ -1,10 +1,11 @@
 """The base every canonical record shares: unknown properties survive, nothing is coerced.
 
 Known limit: pydantic counts an unknown property as "set" under its own key, so a
-document whose unknown property is spelled exactly like one of our Python attribute names
-(``author_name`` beside ``authorName``) writes back an extra ``null`` for that field.
-No producer we know writes such keys; checking every key of every read would cost as
-much as parsing, so we do not.
+record read with an unknown property spelled exactly like one of our Python attribute
+names (``author_name`` beside ``authorName``) serializes an extra ``null`` for that
+field.  Entries written back from their source (durable state) are not affected; no
+producer we know writes such keys; checking every key of every read would cost as much
+as parsing, so we do not.
 
 Records keep the wire names of durable agent state as aliases (``$type``, ``callId``...)
 because durable state is the format the model was shaped on and the one read in bulk:

@@ -226,3 +226,9 @@ def test_changed_copies_do_not_reuse_the_source_they_came_from(sample_path: Path
     assert written[4] == {"$type": "request", "correlationId": "c9",
                           "messages": [{"role": "user", "contents": [{"$type": "text", "text": "more"}]}]}
     assert durable_state.read(durable_state.write(updated), strict=True).problems == []
+
+
+def test_unknown_key_spelled_like_an_attribute_survives_a_durable_round_trip() -> None:
+    document = {"schemaVersion": "1.0.0", "data": {"conversationHistory": [
+        {"$type": "response", "messages": [{"role": "assistant", "author_name": "q", "contents": []}]}]}}
+    assert exact(round_trip(document)) == exact(document)
