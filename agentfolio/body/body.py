@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
@@ -21,7 +21,32 @@ from .globs import name_glob
 from .parts import MessagePart
 
 
-class MessageBody(BaseModel):
+class PartsDocument:
+    """JSON in and out for the two ``{"parts": [...]}`` documents: bodies and schemas."""
+
+    #: How a parse error names the document ("body", "schema").
+    document_label: ClassVar[str] = "body"
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Any:
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise BodyError(f"{cls.document_label} is not JSON: {exc}") from None
+        return cls.parse(obj)  # type: ignore[attr-defined]
+
+    @classmethod
+    def load(cls, path: str | Path) -> Any:
+        return cls.from_json(Path(path).read_bytes())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"parts": [p.to_dict() for p in self.parts]}  # type: ignore[attr-defined]
+
+    def to_json(self, *, indent: bool = False) -> bytes:
+        return orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2 if indent else 0)
+
+
+class MessageBody(PartsDocument, BaseModel):
     """``{"parts": [...]}``; names are unique; unnamed parts are the main content."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -60,24 +85,6 @@ class MessageBody(BaseModel):
         if not isinstance(parts, list):
             raise BodyError(f"'parts' must be a list, not {type(parts).__name__}")
         return cls.of(parts)
-
-    @classmethod
-    def from_json(cls, data: bytes | str) -> MessageBody:
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise BodyError(f"not JSON: {exc}") from None
-        return cls.parse(obj)
-
-    @classmethod
-    def load(cls, path: str | Path) -> MessageBody:
-        return cls.from_json(Path(path).read_bytes())
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"parts": [p.to_dict() for p in self.parts]}
-
-    def to_json(self, *, indent: bool = False) -> bytes:
-        return orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2 if indent else 0)
 
     # -- sequence and mapping access ------------------------------------------
 

@@ -20,13 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-import orjson
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, field_validator
 
-from .body import MessageBody
+from .body import MessageBody, PartsDocument
 from .errors import BodyError, SchemaValidationError
 from .globs import Glob, content_type_glob, name_glob
 from .matcher import Engine
@@ -159,8 +157,10 @@ class ValidationReport:
             raise SchemaValidationError(self)
 
 
-class MessageBodySchema(BaseModel):
+class MessageBodySchema(PartsDocument, BaseModel):
     """``{"parts": [SchemaPart, ...]}``."""
+
+    document_label: ClassVar[str] = "schema"
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -195,24 +195,6 @@ class MessageBodySchema(BaseModel):
             except ValidationError as exc:
                 raise BodyError(f"schema part #{i}: {_pydantic_messages(exc)}") from None
         return cls(parts=tuple(parts))
-
-    @classmethod
-    def from_json(cls, data: bytes | str) -> MessageBodySchema:
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise BodyError(f"schema is not JSON: {exc}") from None
-        return cls.parse(obj)
-
-    @classmethod
-    def load(cls, path: str | Path) -> MessageBodySchema:
-        return cls.from_json(Path(path).read_bytes())
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"parts": [p.to_dict() for p in self.parts]}
-
-    def to_json(self, *, indent: bool = False) -> bytes:
-        return orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2 if indent else 0)
 
     @property
     def engine(self) -> Engine:
