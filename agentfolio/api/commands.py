@@ -96,7 +96,7 @@ def import_file(store: "Store", account: Any, path: Path, *, agent: str | None, 
         return "skipped", existing
     document = parse_json(data, source=str(path))
     module = registry.detect(document, source=str(path))
-    if module is not durable_state:
+    if module is not durable_state.FORMAT:
         document = durable_state.write(module.read(document, strict=False, source=str(path)).session)
     try:
         created = store.sessions.create(account, document, session_id=_session_id_for(path, digest),

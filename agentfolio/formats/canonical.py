@@ -12,8 +12,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentfolio.formats.base import ReadResult
-from agentfolio.formats.errors import FormatError, UnsupportedVersionError, json_pointer
+from agentfolio.formats.base import FunctionFormat, ReadResult
+from agentfolio.formats.errors import FormatError, Problem, UnsupportedVersionError, json_pointer
+from agentfolio.formats.losses import ConvertOptions, Lowered, Origin
 from agentfolio.model import Session
 
 NAME = "canonical"
@@ -24,7 +25,8 @@ def looks_like(document: Any) -> bool:
     return isinstance(document, dict) and "agentfolio" in document and "session" in document
 
 
-def read(document: Any, *, strict: bool = True, source: str | None = None) -> ReadResult:
+def read(document: Any, *, strict: bool = True, source: str | None = None,
+         options: ConvertOptions | None = None) -> ReadResult:
     if not looks_like(document):
         raise FormatError('expected {"agentfolio": "1", "session": {...}}', source=source, pointer="")
     if document["agentfolio"] != VERSION:
@@ -41,3 +43,17 @@ def read(document: Any, *, strict: bool = True, source: str | None = None) -> Re
 
 def write(session: Session) -> dict[str, Any]:
     return {"agentfolio": VERSION, "session": session.to_json_value()}
+
+
+def validate(document: Any) -> list[Problem]:
+    """agentfolio's own JSON has no schema beyond the model: what cannot be read is a FormatError."""
+    read(document)
+    return []
+
+
+def lower(session: Session, *, origin: Origin | None = None, options: ConvertOptions | None = None) -> Lowered:
+    """agentfolio's own JSON holds every canonical kind: nothing to lower, nothing lost."""
+    return Lowered(session, [])
+
+
+FORMAT = FunctionFormat(NAME, "agentfolio canonical JSON", looks_like, validate, read, write, lower)

@@ -5,8 +5,8 @@ where each record stood, :class:`~agentfolio.formats.losses.Origin`), *lower* th
 session to what the target can hold (the target's ``lower`` step, which reports each
 field it drops or approximates at a JSON pointer into the source), then write it with
 the target's writer.  Converting a document to its own format is its reader and writer,
-which lose nothing.  A new format plugs in by offering ``NAME``, ``looks_like``,
-``read``, ``write`` and ``lower`` and being listed in :mod:`agentfolio.formats.registry`.
+which lose nothing.  A new format plugs in by implementing
+:class:`agentfolio.formats.base.Format` and being listed in :mod:`agentfolio.formats.registry`.
 
 The mapping table and what each direction loses: ``docs/conversions.md``.
 """
@@ -14,14 +14,14 @@ The mapping table and what each direction loses: ``docs/conversions.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from agentfolio.formats import durable_lowering, registry
+from agentfolio.formats import registry
 from agentfolio.formats.errors import FormatError, Problem
 from agentfolio.formats.losses import ConvertOptions, Loss, Lowered, Origin
 from agentfolio.model import Session
 
-__all__ = ["Conversion", "ConvertOptions", "Loss", "LossError", "convert", "lowering_for"]
+__all__ = ["Conversion", "ConvertOptions", "Loss", "LossError", "convert", "summarize"]
 
 
 @dataclass(slots=True)
@@ -55,28 +55,8 @@ class LossError(FormatError):
         self.losses = losses
 
 
-def _lossless(session: Session, *, origin: Origin | None = None, options: ConvertOptions | None = None) -> Lowered:
-    return Lowered(session, [])
-
-
-# Lowerings kept outside their format module: durable state's reader/writer stays
-# lossless by construction, and agentfolio's own JSON holds every canonical kind.
-_LOWERINGS: dict[str, Callable[..., Lowered]] = {
-    durable_lowering.NAME: durable_lowering.lower,
-    "canonical": _lossless,
-}
-
-
 # Where the session sits in documents whose layout is otherwise the model's own.
 _SESSION_POINTERS = {"canonical": "/session"}
-
-
-def lowering_for(target: str) -> Callable[..., Lowered]:
-    module = registry.get(target)
-    lower = getattr(module, "lower", None) or _LOWERINGS.get(module.NAME)
-    if lower is None:
-        raise FormatError(f"cannot convert to {target!r}: it has no lowering step")
-    return lower
 
 
 def convert(document_or_session: Any, *, to: str, from_: str | None = None,
@@ -97,25 +77,24 @@ def convert(document_or_session: Any, *, to: str, from_: str | None = None,
         if origin is None and from_ in _SESSION_POINTERS:
             origin = Origin(prefix=_SESSION_POINTERS[from_], presentation=True)
     else:
-        module = registry.get(from_) if from_ else registry.detect(document_or_session, source=source)
-        more = {"options": options} if getattr(module, "READ_TAKES_OPTIONS", False) else {}
-        read = module.read(document_or_session, strict=strict_read, source=source, **more)
-        session, origin, source_format, problems = read.session, read.origin, module.NAME, read.problems
-        if origin is None and module.NAME in _SESSION_POINTERS:
-            origin = Origin(prefix=_SESSION_POINTERS[module.NAME], presentation=True)
-    if source_format == target.NAME:
+        source_fmt = registry.get(from_) if from_ else registry.detect(document_or_session, source=source)
+        read = source_fmt.read(document_or_session, strict=strict_read, source=source, options=options)
+        session, origin, source_format, problems = read.session, read.origin, source_fmt.name, read.problems
+        if origin is None and source_fmt.name in _SESSION_POINTERS:
+            origin = Origin(prefix=_SESSION_POINTERS[source_fmt.name], presentation=True)
+    if source_format == target.name:
         lowered = Lowered(session, [])
     else:
-        lowered = lowering_for(target.NAME)(session, origin=origin, options=options)
+        lowered = target.lower(session, origin=origin, options=options)
     if options.strict and lowered.losses:
         first = lowered.losses[0]
-        raise LossError(f"converting {source_format or 'the session'} to {target.NAME} would lose "
+        raise LossError(f"converting {source_format or 'the session'} to {target.name} would lose "
                         f"{len(lowered.losses)} field(s); first: {first}", losses=lowered.losses, source=source)
     try:
         written = target.write(lowered.session)
     except FormatError as error:
         raise error.with_source(source) if source else error
-    return Conversion(written, lowered.losses, source_format, target.NAME, lowered.session, problems)
+    return Conversion(written, lowered.losses, source_format, target.name, lowered.session, problems)
 
 
 def summarize(losses: list[Loss], *, limit: int = 3) -> list[str]:

@@ -137,9 +137,9 @@ def _plain_text_looks(rec: Recorder, message: Message, entry_index: int, index: 
     """A plain text that formats with a look will read back with one: say so.
 
     Without presentation, a system message's text reads back as a system prompt, and a
-    long text as long text (agentfolio.present.rules decides both).
+    long text as long text (agentfolio.model.analysis decides both).
     """
-    from agentfolio.present.rules import LONG_TEXT_CHARS
+    from agentfolio.model.analysis import LONG_TEXT_CHARS
 
     for position, content in enumerate(message.items):
         if not isinstance(content, TextContent) or (content.presentation and content.presentation.style):

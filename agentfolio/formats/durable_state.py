@@ -23,9 +23,13 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from agentfolio.formats.base import ReadResult
+from agentfolio._json import json_type
+
+from agentfolio.formats import durable_lowering
+from agentfolio.formats.base import FunctionFormat, ReadResult
 from agentfolio.formats.errors import FormatError, Problem, UnsupportedVersionError, json_pointer, refuse_if_invalid
 from agentfolio.formats.jsonio import gc_paused, parse_json
+from agentfolio.formats.losses import ConvertOptions
 from agentfolio.formats.schema_check import check
 from agentfolio.model import DURABLE_CONTENT_KINDS, ENTRY_KINDS, Session
 
@@ -65,7 +69,7 @@ class SchemaVersion:
 def parse_version(document: Any) -> SchemaVersion:
     """The document's ``schemaVersion``, or UnsupportedVersionError saying what was found."""
     if not isinstance(document, dict):
-        raise FormatError(f"expected a JSON object with schemaVersion and data, found {_json_type(document)}",
+        raise FormatError(f"expected a JSON object with schemaVersion and data, found {json_type(document)}",
                           pointer="")
     if "schemaVersion" not in document:
         raise UnsupportedVersionError(
@@ -115,7 +119,8 @@ def _is_unknown_tag(problem: Problem) -> bool:
     return problem.message.startswith("unknown $type")
 
 
-def read(document: Any, *, strict: bool = True, source: str | None = None) -> ReadResult:
+def read(document: Any, *, strict: bool = True, source: str | None = None,
+         options: ConvertOptions | None = None) -> ReadResult:
     """Read a parsed durable state into the canonical model.
 
     ``strict`` refuses a document that breaks its schema (InvalidDocumentError lists
@@ -210,6 +215,10 @@ def _is_union_step(step: Any) -> bool:
     return "[" in text or text.endswith("Content") or text.endswith("Entry") or text.startswith("function-")
 
 
-def _json_type(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number")
+def problems(document: Any) -> list[Problem]:
+    """Every schema violation (a version we cannot read is a FormatError)."""
+    return validate(document)[1]
+
+
+FORMAT = FunctionFormat(NAME, "Microsoft Agent Framework durable agent state", looks_like, problems, read, write,
+                        durable_lowering.lower)

@@ -198,7 +198,7 @@ class ConvertOptions:
     """Choices a conversion makes where the target leaves room."""
 
     # Text longer than this becomes an envelope ``long_text`` segment (None: the
-    # presentation rules' own threshold, agentfolio.present.rules.LONG_TEXT_CHARS).
+    # presentation rules' own threshold, agentfolio.model.analysis.LONG_TEXT_CHARS).
     long_text_chars: int | None = None
     # Refuse (LossError) instead of converting when anything would be lost.
     strict: bool = False

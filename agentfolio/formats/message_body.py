@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from agentfolio.body.names import content_type_essence
 from agentfolio.body.parts import FIELDS, MessagePart
-from agentfolio.formats.base import ReadResult
+from agentfolio.formats.base import FunctionFormat, ReadResult
 from agentfolio.formats.errors import FormatError, Problem, json_pointer, validated
 from agentfolio.formats.losses import (
     ConvertOptions,
@@ -75,7 +75,6 @@ from agentfolio.model import (
 
 NAME = "message-body"
 # convert() hands this reader its ConvertOptions (for ``body_role``).
-READ_TAKES_OPTIONS = True
 DEFAULT_ROLE = "assistant"
 REQUEST_ROLES = frozenset({"system", "developer", "user"})
 # Keys that mark the other formats' documents: a body never has them.
@@ -434,3 +433,7 @@ def _call_part(rec: Recorder, content: Any, pointer: str, names: set[str]) -> Pa
 
 
 __all__ = ["NAME", "DEFAULT_ROLE", "looks_like", "validate", "read", "write", "lower", "content_of", "part_of"]
+
+
+FORMAT = FunctionFormat(NAME, "MessageBody (parts with names, content types and content)", looks_like, validate, read,
+                        write, lower)

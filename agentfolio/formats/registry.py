@@ -1,37 +1,46 @@
-"""The formats agentfolio reads and writes, by name, and telling them apart."""
+"""The formats agentfolio reads and writes, listed once: everything that names formats
+(CLI choices, the API's ``?format=``, the viewer's open-a-file) takes them from here."""
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Any
 
 from agentfolio.formats import canonical, durable_state, envelope, message_body, openai_chat
+from agentfolio.formats.base import Format
 from agentfolio.formats.errors import FormatError
 
+__all__ = ["FORMATS", "detect", "get", "names"]
+
 # Order matters for detection: the most specific shape first.
-FORMATS: dict[str, ModuleType] = {
-    durable_state.NAME: durable_state,
-    canonical.NAME: canonical,
-    envelope.NAME: envelope,
-    openai_chat.NAME: openai_chat,
-    # Last: only an object whose one key is a "parts" array (message_body.looks_like
-    # also refuses the other formats' marker keys, so order cannot steal their documents).
-    message_body.NAME: message_body,
+FORMATS: dict[str, Format] = {
+    fmt.name: fmt for fmt in (
+        durable_state.FORMAT,
+        canonical.FORMAT,
+        envelope.FORMAT,
+        openai_chat.FORMAT,
+        # Last: only an object whose one key is a "parts" array (message_body.looks_like
+        # also refuses the other formats' marker keys, so order cannot steal their documents).
+        message_body.FORMAT,
+    )
 }
 
 
-def get(name: str) -> ModuleType:
+def names() -> list[str]:
+    return list(FORMATS)
+
+
+def get(name: str) -> Format:
     try:
         return FORMATS[name]
     except KeyError:
         raise FormatError(f"unknown format {name!r}; known: {', '.join(FORMATS)}") from None
 
 
-def detect(document: Any, *, source: str | None = None) -> ModuleType:
+def detect(document: Any, *, source: str | None = None) -> Format:
     """The format a parsed document is in, or a FormatError saying what was expected."""
-    for module in FORMATS.values():
-        if module.looks_like(document):
-            return module
+    for fmt in FORMATS.values():
+        if fmt.looks_like(document):
+            return fmt
     raise FormatError("not a document agentfolio knows: expected one of " + ", ".join(FORMATS)
                       + " (durable state has schemaVersion and data; a Prompt Envelope has version and messages;"
                       ' a message body is {"parts": [...]})', source=source, pointer="")

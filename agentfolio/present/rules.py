@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agentfolio.model.analysis import LONG_TEXT_CHARS, MEDIA_CLASSES, call_failed, media_class
 from agentfolio.model import FunctionCallContent, FunctionResultContent, ResponseEntry, Session, Usage, UsageContent
 
 ROLE_STYLES: dict[str, str] = {
@@ -107,8 +108,6 @@ def format_usage(usage: Usage) -> str:
 # Named after the Prompt Envelope segment kinds, since that format is the one that says
 # how each kind should look.  Every renderer asks these instead of deciding itself.
 
-#: Text longer than this is folded, showing its character count (envelope ``long_text``).
-LONG_TEXT_CHARS = 2000
 #: What a folded segment's one-line summary may run to.
 SUMMARY_CHARS = 120
 
@@ -242,46 +241,7 @@ def _count(items: object, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def call_failed(result: FunctionResultContent | None) -> bool:
-    """Whether a tool result reports a failure (shown in red).
-
-    The envelope says so with ``success: false``; durable state has no field for it, so
-    an ``exception``/``error`` property, or a result object with ``error``/``isError``,
-    counts as one too.
-    """
-    if result is None:
-        return False
-    extra = result.extra
-    if extra.get("success") is False or extra.get("exception") or extra.get("error"):
-        return True
-    value = result.result
-    return isinstance(value, dict) and bool(value.get("isError") or value.get("is_error")
-                                           or (value.get("error") and len(value) <= 3))
-
-
 # -- Media: images, audio and video wherever they sit -----------------------------------
-
-MEDIA_CLASSES = ("image", "audio", "video")
-_EXTENSIONS = {"png": "image", "jpg": "image", "jpeg": "image", "gif": "image", "webp": "image",
-               "svg": "image", "bmp": "image", "avif": "image", "mp3": "audio", "wav": "audio", "ogg": "audio",
-               "oga": "audio", "m4a": "audio", "flac": "audio", "mp4": "video", "webm": "video",
-               "mov": "video", "ogv": "video"}
-
-
-def media_class(media_type: str | None, uri: str | None = None) -> str | None:
-    """``image``, ``audio``, ``video`` or None, from a media type or else the URI."""
-    if media_type:
-        major = media_type.split("/", 1)[0].strip().lower()
-        if major in MEDIA_CLASSES:
-            return major
-    if uri:
-        if uri.startswith("data:"):
-            return media_class(uri[5:].split(";", 1)[0].split(",", 1)[0] or None)
-        path = uri.split("?", 1)[0].split("#", 1)[0]
-        extension = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
-        return _EXTENSIONS.get(extension)
-    return None
-
 
 @dataclass(frozen=True, slots=True)
 class Media:

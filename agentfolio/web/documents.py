@@ -91,10 +91,10 @@ def detect(document: Any, *, name: str, size: int, owner: Any) -> Opened:
         module = registry.detect(document, source=name)
     except FormatError:
         module = None
-    if module is not None and module.NAME == "message-body":
+    if module is not None and module.name == "message-body":
         module = None  # a body (or a body schema) has views of its own, below
     if module is not None:
-        opened.detected = module.NAME
+        opened.detected = module.name
         try:
             opened.result = module.read(document, strict=False, source=name)
         except FormatError as error:

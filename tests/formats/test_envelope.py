@@ -192,8 +192,8 @@ def test_tolerant_read_keeps_what_it_cannot_use_and_writes_it_back() -> None:
 
 
 def test_registry_detects_envelopes() -> None:
-    assert registry.detect(gallery()) is envelope
-    assert registry.get("envelope") is envelope
+    assert registry.detect(gallery()) is envelope.FORMAT
+    assert registry.get("envelope") is envelope.FORMAT
 
 
 def test_writer_refuses_what_an_envelope_cannot_hold() -> None:

@@ -117,13 +117,13 @@ def test_body_to_model_to_body_is_the_identity(document: dict) -> None:
 
 
 def test_detection_takes_bodies_and_leaves_the_other_formats_alone() -> None:
-    assert registry.detect(BODY) is message_body
-    assert registry.detect({"parts": []}) is message_body
-    assert registry.get("message-body") is message_body
+    assert registry.detect(BODY) is message_body.FORMAT
+    assert registry.detect({"parts": []}) is message_body.FORMAT
+    assert registry.get("message-body") is message_body.FORMAT
     for document, module in [(load_json_file(FIXTURES / "envelope" / "gallery.json"), envelope),
                              ({"messages": [{"role": "user", "content": "hi"}], "parts": []}, openai_chat),
                              ({"schemaVersion": "1.2.0", "data": {"conversationHistory": []}}, durable_state)]:
-        assert registry.detect(document) is module
+        assert registry.detect(document) is module.FORMAT
     assert not message_body.looks_like({"parts": {}})
     assert not message_body.looks_like({"parts": [], "version": "1.0"})
 

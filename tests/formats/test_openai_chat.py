@@ -124,8 +124,8 @@ def test_results_in_one_message_become_one_tool_message_each() -> None:
 
 
 def test_detection_and_bad_input() -> None:
-    assert registry.detect(load_json_file(CHAT)) is openai_chat
-    assert registry.detect([{"role": "user", "content": "hi"}]) is openai_chat
+    assert registry.detect(load_json_file(CHAT)) is openai_chat.FORMAT
+    assert registry.detect([{"role": "user", "content": "hi"}]) is openai_chat.FORMAT
     with pytest.raises(InvalidDocumentError) as caught:
         openai_chat.read({"messages": [{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"},
                                        {"role": "robot", "content": 5}]})

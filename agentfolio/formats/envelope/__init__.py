@@ -38,6 +38,8 @@ uses is importable from ``agentfolio.formats.envelope`` itself.
 
 from __future__ import annotations
 
+from agentfolio.formats.base import FunctionFormat
+
 from agentfolio.formats.envelope.lowering import lower
 from agentfolio.formats.envelope.reader import group_entries, looks_like, read, validate
 from agentfolio.formats.envelope.spec import (
@@ -55,6 +57,8 @@ from agentfolio.formats.envelope.timestamps import MAX_MS, iso_to_ms, ms_to_iso,
 from agentfolio.formats.envelope.writer import dumps, write
 from agentfolio.formats.losses import document_text
 
-__all__ = ["NAME", "VERSION", "looks_like", "read", "write", "dumps", "lower", "validate", "ms_to_iso", "iso_to_ms",
+__all__ = ["FORMAT", "NAME", "VERSION", "looks_like", "read", "write", "dumps", "lower", "validate", "ms_to_iso", "iso_to_ms",
            "group_entries", "document_text", "MAX_MS", "timestamp_problem", "SCHEMA", "ROLES", "REQUEST_ROLES",
            "MEDIA_TYPES", "SEGMENT_KEYS", "MESSAGE_KEYS", "ROOT_KEYS"]
+
+FORMAT = FunctionFormat(NAME, "Prompt Envelope 1.0", looks_like, validate, read, write, lower)

@@ -68,7 +68,7 @@ def _fits_extra(kind: str, key: str, value: Any) -> bool:
 
 class _EnvelopeLowering:
     def __init__(self, session: Session, recorder: Recorder, options: ConvertOptions) -> None:
-        from agentfolio.present.rules import LONG_TEXT_CHARS, call_failed
+        from agentfolio.model.analysis import LONG_TEXT_CHARS, call_failed
 
         self.session = session
         self.rec = recorder
@@ -413,7 +413,7 @@ class _EnvelopeLowering:
         return DocumentContent(**rebuilt), "document"
 
     def _media(self, content: Any, pointer: str, uri: str | None, media_type: str | None):
-        from agentfolio.present.rules import media_class
+        from agentfolio.model.analysis import media_class
 
         if uri is None:
             self.rec.drop(content, pointer, None, f"{content.kind} content without a uri", "nothing to link to")
@@ -451,7 +451,7 @@ class _EnvelopeLowering:
         return self._media(content, pointer, content.uri, content.media_type)
 
     def _PartContent(self, content: PartContent, pointer: str, role: str):
-        from agentfolio.present.rules import media_class
+        from agentfolio.model.analysis import media_class
 
         if content.url and media_class(content.content_type, content.url):
             return self._media(content, pointer, content.url, content.content_type)

@@ -12,7 +12,7 @@ from agentfolio.formats.base import ReadResult
 from agentfolio.formats.envelope.spec import MESSAGE_KEYS, NAME, REQUEST_ROLES, ROLES, SCHEMA, SEGMENT_KEYS, VERSION
 from agentfolio.formats.envelope.timestamps import ms_to_iso, timestamp_problem
 from agentfolio.formats.errors import FormatError, Problem, UnsupportedVersionError, json_pointer, validated
-from agentfolio.formats.losses import Origin, with_extras
+from agentfolio.formats.losses import ConvertOptions, Origin, with_extras
 from agentfolio.formats.schema_check import check
 from agentfolio.formats.shared import data_url_type, group_by_role
 from agentfolio.model import (
@@ -68,7 +68,8 @@ def validate(document: Any) -> list[Problem]:
     return stamps + [problem for problem in check(SCHEMA, document) if problem.pointer not in taken]
 
 
-def read(document: Any, *, strict: bool = True, source: str | None = None) -> ReadResult:
+def read(document: Any, *, strict: bool = True, source: str | None = None,
+         options: ConvertOptions | None = None) -> ReadResult:
     """Read a parsed Prompt Envelope into the canonical model.
 
     ``strict`` refuses a document that breaks the schema or has an unusable timestamp

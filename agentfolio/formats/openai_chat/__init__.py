@@ -28,6 +28,8 @@ writer holds, with a loss report); everything other code uses is importable from
 
 from __future__ import annotations
 
+from agentfolio.formats.base import FunctionFormat
+
 from agentfolio.formats.openai_chat.lowering import lower
 from agentfolio.formats.openai_chat.reader import group_entries, looks_like, read, validate
 from agentfolio.formats.openai_chat.spec import (
@@ -41,5 +43,7 @@ from agentfolio.formats.openai_chat.spec import (
 )
 from agentfolio.formats.openai_chat.writer import write
 
-__all__ = ["NAME", "ROLES", "REQUEST_ROLES", "MESSAGE_KEYS", "REQUEST_KEYS", "MESSAGE_EXTRA_KEYS", "PART_EXTRA_KEYS",
+__all__ = ["FORMAT", "NAME", "ROLES", "REQUEST_ROLES", "MESSAGE_KEYS", "REQUEST_KEYS", "MESSAGE_EXTRA_KEYS", "PART_EXTRA_KEYS",
            "looks_like", "validate", "read", "write", "lower", "group_entries"]
+
+FORMAT = FunctionFormat(NAME, "OpenAI Chat Completions messages", looks_like, validate, read, write, lower)

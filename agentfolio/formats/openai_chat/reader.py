@@ -8,7 +8,7 @@ import orjson
 
 from agentfolio.formats.base import ReadResult
 from agentfolio.formats.errors import FormatError, Problem, json_pointer, validated
-from agentfolio.formats.losses import Origin, with_extras
+from agentfolio.formats.losses import ConvertOptions, Origin, with_extras
 from agentfolio.formats.openai_chat.spec import AUDIO_TYPES, MESSAGE_KEYS, NAME, REQUEST_ROLES, ROLES
 from agentfolio.formats.shared import data_url_type, group_by_role
 from agentfolio.model import (
@@ -81,7 +81,8 @@ def _messages_of(document: Any) -> tuple[list[Any], list[str]]:
     raise FormatError('expected OpenAI chat messages: an array, or an object with "messages"', pointer="")
 
 
-def read(document: Any, *, strict: bool = True, source: str | None = None) -> ReadResult:
+def read(document: Any, *, strict: bool = True, source: str | None = None,
+         options: ConvertOptions | None = None) -> ReadResult:
     problems = validated(validate, document, strict=strict, source=source)
     messages, base = _messages_of(document)
     if not all(isinstance(m, dict) for m in messages):

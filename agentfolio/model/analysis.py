@@ -1,0 +1,57 @@
+"""Facts about records that more than one layer needs: when a text counts as long,
+whether a tool result reports a failure, what kind of media a content holds.
+
+Formats use them to decide what a record becomes in another format; the presentation
+rules (:mod:`agentfolio.present.rules`) use the same facts to decide how it looks, so a
+converted record and a shown one never disagree.
+"""
+
+from __future__ import annotations
+
+from agentfolio.model.contents import FunctionResultContent
+
+__all__ = ["LONG_TEXT_CHARS", "MEDIA_CLASSES", "call_failed", "media_class"]
+
+#: Text longer than this is folded, showing its character count (envelope ``long_text``).
+LONG_TEXT_CHARS = 2000
+
+
+def call_failed(result: FunctionResultContent | None) -> bool:
+    """Whether a tool result reports a failure (shown in red).
+
+    The envelope says so with ``success: false``; durable state has no field for it, so
+    an ``exception``/``error`` property, or a result object with ``error``/``isError``,
+    counts as one too.
+    """
+    if result is None:
+        return False
+    extra = result.extra
+    if extra.get("success") is False or extra.get("exception") or extra.get("error"):
+        return True
+    value = result.result
+    return isinstance(value, dict) and bool(value.get("isError") or value.get("is_error")
+                                           or (value.get("error") and len(value) <= 3))
+
+
+# -- media ------------------------------------------------------------------------------
+
+MEDIA_CLASSES = ("image", "audio", "video")
+_EXTENSIONS = {"png": "image", "jpg": "image", "jpeg": "image", "gif": "image", "webp": "image",
+               "svg": "image", "bmp": "image", "avif": "image", "mp3": "audio", "wav": "audio", "ogg": "audio",
+               "oga": "audio", "m4a": "audio", "flac": "audio", "mp4": "video", "webm": "video",
+               "mov": "video", "ogv": "video"}
+
+
+def media_class(media_type: str | None, uri: str | None = None) -> str | None:
+    """``image``, ``audio``, ``video`` or None, from a media type or else the URI."""
+    if media_type:
+        major = media_type.split("/", 1)[0].strip().lower()
+        if major in MEDIA_CLASSES:
+            return major
+    if uri:
+        if uri.startswith("data:"):
+            return media_class(uri[5:].split(";", 1)[0].split(",", 1)[0] or None)
+        path = uri.split("?", 1)[0].split("#", 1)[0]
+        extension = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+        return _EXTENSIONS.get(extension)
+    return None
