@@ -222,7 +222,7 @@ class WebViewer:
         if self.folio is None or not ref:
             return None
         try:
-            return self.foliod_source(who, ref)
+            return self.stored_source(who, ref)
         except AgentfolioError:
             return None
 
@@ -379,20 +379,20 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     async def session_page(request: Request, who: Who, session_id: str, start: int = 0) -> Response:
         if viewer.folio is None:
             return viewer.error(request, who, 404, "No store", "This viewer has no session store.")
-        source = await run_in_threadpool(viewer.foliod_source, who, session_id)
+        source = await run_in_threadpool(viewer.stored_source, who, session_id)
         return viewer.page(request, "session.html", who, conv=source.conversation(start), nav="sessions")
 
     @router.get("/sessions/{session_id}/entries")
     @guarded
     async def session_entries(request: Request, who: Who, session_id: str, start: int = 0,
                               prefix: str = "", page: int = html.PAGE_ENTRIES) -> Response:
-        source = await run_in_threadpool(viewer.foliod_source, who, session_id)
+        source = await run_in_threadpool(viewer.stored_source, who, session_id)
         return await run_in_threadpool(_entries, source, start, prefix, page)
 
     @router.get("/sessions/{session_id}/export.html")
     @guarded
     async def session_export(request: Request, who: Who, session_id: str) -> Response:
-        source = await run_in_threadpool(viewer.foliod_source, who, session_id)
+        source = await run_in_threadpool(viewer.stored_source, who, session_id)
         return _export(source)
 
     # -- opened files ---------------------------------------------------------------
