@@ -16,7 +16,7 @@ from typing import AsyncIterator
 from fastapi import APIRouter, FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from agentfolio.api import registry, render, sessions
+from agentfolio.api import otlp, registry, render, sessions
 from agentfolio.api.body import BodyLimitMiddleware
 from agentfolio.api.errors import install_error_handlers, install_openapi
 from agentfolio.settings import Settings
@@ -24,7 +24,7 @@ from agentfolio.store import Store
 
 log = logging.getLogger("agentfolio.api")
 
-ROUTERS: list[APIRouter] = [sessions.router, render.router, *registry.routers]
+ROUTERS: list[APIRouter] = [sessions.router, render.router, *registry.routers, otlp.router]
 API_VERSION = "1.0.0"
 
 
