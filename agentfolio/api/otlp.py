@@ -24,7 +24,7 @@ from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 
 from agentfolio.api.auth import get_store
-from agentfolio.app.otlp import DEFAULT_MAX_BYTES, DEFAULT_QUEUE_SIZE, RETRY_AFTER_SECONDS, OtlpIngest
+from agentfolio.app.otlp import RETRY_AFTER_SECONDS, OtlpIngest
 from agentfolio.otel.decode import (
     Encoding,
     OtlpError,
@@ -64,8 +64,7 @@ def ingest_of(request: Request) -> OtlpIngest:
     if ingest is None:
         settings = state.settings
         ingest = state.otlp_ingest = OtlpIngest(
-            get_store(request), max_bytes=getattr(settings, "otlp_max_bytes", DEFAULT_MAX_BYTES),
-            queue_size=getattr(settings, "otlp_queue_size", DEFAULT_QUEUE_SIZE))
+            get_store(request), max_bytes=settings.otlp_max_bytes, queue_size=settings.otlp_queue_size)
     return ingest
 
 

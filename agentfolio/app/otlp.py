@@ -24,14 +24,13 @@ from agentfolio.errors import AgentfolioError
 from agentfolio.otel.conversation import build_session
 from agentfolio.otel.decode import Encoding, decode_request, decompress
 from agentfolio.otel.mapping import map_spans
+from agentfolio.settings import DEFAULT_OTLP_MAX_BYTES, DEFAULT_OTLP_QUEUE
 from agentfolio.store import Account, Store
 from agentfolio.store.errors import AlreadyExists, NotFound
 from agentfolio.store.otel_spans import OtelSpans, WrittenSpans
 
 log = logging.getLogger("agentfolio.otlp")
 
-DEFAULT_MAX_BYTES = 32 * 1024 * 1024
-DEFAULT_QUEUE_SIZE = 8
 #: Seconds an exporter is asked to wait when the queue is full.
 RETRY_AFTER_SECONDS = 1
 
@@ -51,8 +50,8 @@ class IngestResult:
 
 
 class OtlpIngest:
-    def __init__(self, store: Store, *, max_bytes: int = DEFAULT_MAX_BYTES,
-                 queue_size: int = DEFAULT_QUEUE_SIZE) -> None:
+    def __init__(self, store: Store, *, max_bytes: int = DEFAULT_OTLP_MAX_BYTES,
+                 queue_size: int = DEFAULT_OTLP_QUEUE) -> None:
         self.store = store
         self.spans = OtelSpans(store.registry)
         self.max_bytes = max_bytes
@@ -103,7 +102,7 @@ class OtlpIngest:
         return self.spans.write(account, mapped)
 
     def _rebuild_session(self, account: Account, session_id: str) -> None:
-        payloads = self.spans.session_payloads(account, session_id)
+        payloads, agent = self.spans.session_spans(account, session_id)
         built = build_session(payloads)
         if built is None:
             return
@@ -113,6 +112,13 @@ class OtlpIngest:
         except NotFound:
             pass
         try:
-            sessions.create(account, built.document, session_id=session_id, agent=built.agent, strict=False)
+            sessions.create(account, built.document, session_id=session_id, agent=_agent_label(agent or built.agent),
+                            strict=False)
         except AlreadyExists:  # another writer rebuilt it meanwhile; its copy is as complete
             log.info("session %s was rebuilt concurrently", session_id)
+
+
+def _agent_label(name: str | None) -> str | None:
+    if not name:
+        return None
+    return name.replace("\x00", "\ufffd")[:200]

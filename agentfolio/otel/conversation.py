@@ -36,6 +36,7 @@ from agentfolio.model import (
     SessionData,
     ToolCatalogContent,
 )
+from agentfolio.otel.mapping import LLM_OPERATIONS
 from agentfolio.otel.messages import SpanMessages, read_span_messages
 
 __all__ = ["BuiltSession", "build_conversation", "build_session"]
@@ -63,15 +64,19 @@ def build_conversation(payloads: Iterable[Mapping[str, Any]]) -> tuple[Session, 
     notes: list[str] = []
     agent: str | None = None
     opening: bytes | None = None
-    for payload in payloads:
-        found = read_span_messages(payload)
-        span_label = f"span {payload.get('span_id')} ({payload.get('name')})"
-        notes.extend(f"{span_label}: {problem}" for problem in found.problems)
-        if found.empty:
-            continue
-        attributes = payload.get("attributes") or {}
+    read = [(payload, read_span_messages(payload)) for payload in payloads]
+    for payload, found in read:
+        notes.extend(f"{_label(payload)}: {problem}" for problem in found.problems)
+    # Agent spans (invoke_agent) repeat what their model calls said, aggregated; they
+    # tell the conversation only when no model call does, and lend their tool definitions.
+    model_calls = [(p, f) for p, f in read if not f.empty and _kind(p) != "agent"]
+    agent_tools = next((f.tools for p, f in read if _kind(p) == "agent" and f.tools), [])
+    for payload, found in model_calls or [(p, f) for p, f in read if not f.empty]:
+        span_label = _label(payload)
         if agent is None:
             agent = _agent_name(payload)
+        if not found.tools and agent_tools:
+            found.tools = list(agent_tools)
         request: list[Message] = []
         system = _system_message(found)
         if system is not None:
@@ -103,7 +108,6 @@ def build_conversation(payloads: Iterable[Mapping[str, Any]]) -> tuple[Session, 
             for message in found.output:
                 history.append(message)
                 keys.append(_key(message))
-        del attributes
     if not entries:
         return None
     if len(notes) > MAX_NOTES:
@@ -165,6 +169,22 @@ def _content_key(content: Any) -> Any:
         except orjson.JSONDecodeError:
             pass
     return value
+
+
+def _label(payload: Mapping[str, Any]) -> str:
+    return f"span {payload.get('span_id')} ({payload.get('name')})"
+
+
+def _kind(payload: Mapping[str, Any]) -> str:
+    """``agent`` for agent-level spans, ``model`` for model calls, ``other`` otherwise."""
+    attributes = payload.get("attributes") or {}
+    operation = attributes.get("gen_ai.operation.name")
+    if operation in ("invoke_agent", "create_agent", "invoke_workflow"):
+        return "agent"
+    kind = attributes.get("openinference.span.kind")
+    if isinstance(kind, str) and kind.upper() in ("AGENT", "CHAIN"):
+        return "agent"
+    return "model" if operation in LLM_OPERATIONS or (isinstance(kind, str) and kind.upper() == "LLM") else "other"
 
 
 def _agent_name(payload: Mapping[str, Any]) -> str | None:

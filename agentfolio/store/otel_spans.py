@@ -85,13 +85,16 @@ class OtelSpans:
                 time.sleep(0.01 * (attempt + 1))  # a concurrent request stored the same rows: re-check them
         raise AssertionError("unreachable")
 
-    def session_payloads(self, account: Account, session_id: str, *, limit: int = 10_000) -> list[dict[str, Any]]:
-        """The stored OTel payloads of one session's spans, in start order."""
+    def session_spans(self, account: Account, session_id: str, *,
+                      limit: int = 10_000) -> tuple[list[dict[str, Any]], str | None]:
+        """The stored OTel payloads of one session's spans in start order, and the agent
+        (external identifier) its first span is filed under."""
         with read_transaction(self.engine) as connection:
-            rows = connection.execute(sa.select(t_spans.c.payload).where(
-                t_spans.c.account_pk == account.pk, t_spans.c.session_id == session_id)
-                .order_by(t_spans.c.started_at, t_spans.c.id).limit(limit)).scalars().all()
-        return [orjson.loads(raw) for raw in rows]
+            rows = connection.execute(sa.select(t_spans.c.payload, t_agents.c.external_identifier)
+                                      .select_from(t_spans.join(t_agents, t_spans.c.agent_id == t_agents.c.id))
+                                      .where(t_spans.c.account_pk == account.pk, t_spans.c.session_id == session_id)
+                                      .order_by(t_spans.c.started_at, t_spans.c.id).limit(limit)).all()
+        return [orjson.loads(row[0]) for row in rows], (rows[0][1] if rows else None)
 
 
 class _Write:
@@ -134,7 +137,8 @@ class _Write:
             parent_id = self._id(mapped.trace_id, mapped.span.parent_span_id) if mapped.span.parent_span_id else None
             parent_found = None if parent_id is None else parents.get(parent_id) == instance_id
             version = versions[agent_id]
-            validation = version.validate(mapped.schema_name, mapped.span.to_json(), None, status=mapped.status)
+            payload = mapped.span.to_json()
+            validation = version.validate(mapped.schema_name, payload, None, status=mapped.status)
             if parent_found is False:
                 validation = SpanValidation("invalid", (*validation.problems, SpanProblem(
                     "parent_span_id", "", PARENT_MISSING)), PARENT_MISSING)  # type: ignore[arg-type]
@@ -142,7 +146,7 @@ class _Write:
                 "id": row_id, "account_pk": self.pk, "agent_id": agent_id, "instance_id": instance_id,
                 "schema_version_id": version.id, "parent_span_id": parent_id, "parent_found": parent_found,
                 "schema_name": mapped.schema_name, "status": mapped.status,
-                "payload": orjson.dumps(mapped.span.to_json()), "result_payload": None, "sensitive_encoding": False,
+                "payload": orjson.dumps(payload), "result_payload": None, "sensitive_encoding": False,
                 "validation_status": validation.status,
                 "validation": None if validation.status == "valid" else orjson.dumps(validation.to_json()),
                 "session_id": mapped.session_id, "started_at": mapped.started_us, "finished_at": mapped.finished_us,
@@ -151,6 +155,7 @@ class _Write:
             if mapped.is_llm:
                 result.sessions.add(mapped.session_id)
         _insert_many(self.conn, t_spans, rows)
+        self._rehome(fresh, agent_of, agents, instance_of)
         self._found_children(list(fresh))
         result.inserted = len(rows)
         return result
@@ -166,27 +171,62 @@ class _Write:
         return found
 
     def _agents_of(self, fresh: dict[str, MappedSpan]) -> dict[str, str]:
-        """Each span's agent identifier: its own (or its ancestors' in this request), else
-        the agent its trace is already filed under, else its service."""
-        unnamed_traces = {mapped.trace_id for mapped in fresh.values() if mapped.agent_hint is None}
+        """Each span's agent identifier: its own (or an ancestor's in this request), else
+        its stored parent's, else one another span of its trace names in this request,
+        else the agent its trace is already filed under, else its service."""
+        parent_ids = {row_id: self._id(m.trace_id, m.span.parent_span_id)
+                      for row_id, m in fresh.items() if m.agent_hint is None and m.span.parent_span_id}
+        stored_parent: dict[str, str] = {}
+        outside = sorted(set(parent_ids.values()) - fresh.keys())
+        for start in range(0, len(outside), _CHUNK):
+            stored_parent.update(self.conn.execute(
+                sa.select(t_spans.c.id, t_agents.c.external_identifier)
+                .select_from(t_spans.join(t_agents, t_spans.c.agent_id == t_agents.c.id))
+                .where(t_spans.c.account_pk == self.pk, t_spans.c.id.in_(outside[start:start + _CHUNK]))).all())
+        unnamed_traces = sorted({m.trace_id for m in fresh.values() if m.agent_hint is None})
         filed: dict[str, str] = {}
-        traces = sorted(unnamed_traces)
-        for start in range(0, len(traces), _CHUNK):
+        services = {m.service_name for m in fresh.values()}
+        for start in range(0, len(unnamed_traces), _CHUNK):
             query = (sa.select(t_instances.c.external_identifier, t_agents.c.external_identifier)
                      .select_from(t_instances.join(t_agents, t_instances.c.agent_id == t_agents.c.id))
                      .where(t_instances.c.account_pk == self.pk,
-                            t_instances.c.external_identifier.in_(traces[start:start + _CHUNK]))
+                            t_instances.c.external_identifier.in_(unnamed_traces[start:start + _CHUNK]))
                      .order_by(t_instances.c.id))
             for trace_id, agent in self.conn.execute(query):
-                if agent is not None:
-                    filed.setdefault(trace_id, agent)
-        # Within the request, a trace whose spans name an agent files its unnamed spans there too.
+                # A trace filed under a named agent wins over one filed under its service.
+                if agent is not None and (trace_id not in filed or filed[trace_id] in services):
+                    filed[trace_id] = agent
         named_in_request: dict[str, str] = {}
         for mapped in fresh.values():
             if mapped.agent_hint is not None:
                 named_in_request.setdefault(mapped.trace_id, mapped.agent_hint)
-        return {row_id: mapped.agent_hint or filed.get(mapped.trace_id) or named_in_request.get(mapped.trace_id)
-                or mapped.service_name for row_id, mapped in fresh.items()}
+        resolved: dict[str, str] = {}
+
+        def resolve(row_id: str) -> str:
+            chain = []
+            current: str | None = row_id
+            while current is not None and current not in resolved and current in fresh and len(chain) < 10_000:
+                mapped = fresh[current]
+                if mapped.agent_hint is not None:
+                    resolved[current] = mapped.agent_hint
+                    break
+                chain.append(current)
+                current = parent_ids.get(current)
+                if current in chain:  # a cycle in bad input
+                    current = None
+            if current is not None and current in resolved:
+                found = resolved[current]
+            elif current is not None and current in stored_parent:
+                found = stored_parent[current]
+            else:
+                mapped = fresh[chain[-1]] if chain else fresh[row_id]
+                found = (named_in_request.get(mapped.trace_id) or filed.get(mapped.trace_id)
+                         or mapped.service_name)
+            for item in chain:
+                resolved[item] = found
+            return resolved.get(row_id, found)
+
+        return {row_id: resolve(row_id) for row_id in fresh}
 
     def _agent_rows(self, names: set[str]) -> dict[str, str]:
         """Agent identifier → agent id, creating the agents not seen before."""
@@ -213,39 +253,36 @@ class _Write:
         names: dict[str, set[str]] = defaultdict(set)
         for row_id, mapped in fresh.items():
             names[agents[agent_of[row_id]]].add(mapped.schema_name)
-        current = dict(self.conn.execute(sa.select(t_agents.c.id, t_agents.c.current_schema_version_id).where(
-            t_agents.c.id.in_(list(names))))
-                .all())
-        out: dict[str, CompiledSchemaVersion] = {}
-        for agent_id, seen in names.items():
-            version_id = current.get(agent_id)
-            compiled = self.registry.versions.get(version_id) if version_id else None
-            declared = dict(compiled.span_types) if compiled else {}
-            missing = sorted(seen - declared.keys())
-            if compiled is not None and not missing:
-                out[agent_id] = compiled
-                continue
-            for name in missing:
-                declared[name] = otel_span_type(name)
-            draft = SchemaVersionDraft(None, agent_id, None, declared)
-            fingerprint = draft.fingerprint()
-            new_id = self.conn.execute(sa.select(t_schema_versions.c.id).where(
-                t_schema_versions.c.agent_id == agent_id, t_schema_versions.c.fingerprint == fingerprint)
-                .limit(1)).scalar()
-            if new_id is None:
-                new_id = ids.new_id(self.info.partition)
-                self.conn.execute(sa.insert(t_schema_versions).values(
-                    id=new_id, account_pk=self.pk, agent_id=agent_id, external_identifier="opentelemetry",
-                    fingerprint=fingerprint, span_type_schemas=orjson.dumps(draft.span_type_schemas_json()),
-                    quality_schemas=b"{}", inserted_at=self.stamp, updated_at=self.stamp))
-            self.conn.execute(sa.update(t_agents).where(t_agents.c.id == agent_id).values(
-                current_schema_version_id=new_id, updated_at=self.stamp))
-            self.conn.execute(sa.update(t_deployments).where(t_deployments.c.agent_id == agent_id).values(
-                current_schema_version_id=new_id, updated_at=self.stamp))
-            compiled = CompiledSchemaVersion.from_draft(draft, new_id)
-            self.registry.versions.put(compiled)
-            out[agent_id] = compiled
-        return out
+        return {agent_id: self._declare(agent_id, seen) for agent_id, seen in names.items()}
+
+    def _declare(self, agent_id: str, seen: set[str]) -> CompiledSchemaVersion:
+        version_id = self.conn.execute(sa.select(t_agents.c.current_schema_version_id).where(
+            t_agents.c.id == agent_id)).scalar()
+        compiled = self.registry.versions.get(version_id) if version_id else None
+        declared = dict(compiled.span_types) if compiled else {}
+        missing = sorted(seen - declared.keys())
+        if compiled is not None and not missing:
+            return compiled
+        for name in missing:
+            declared[name] = otel_span_type(name)
+        draft = SchemaVersionDraft(None, agent_id, None, declared)
+        fingerprint = draft.fingerprint()
+        new_id = self.conn.execute(sa.select(t_schema_versions.c.id).where(
+            t_schema_versions.c.agent_id == agent_id, t_schema_versions.c.fingerprint == fingerprint)
+            .limit(1)).scalar()
+        if new_id is None:
+            new_id = ids.new_id(self.info.partition)
+            self.conn.execute(sa.insert(t_schema_versions).values(
+                id=new_id, account_pk=self.pk, agent_id=agent_id, external_identifier="opentelemetry",
+                fingerprint=fingerprint, span_type_schemas=orjson.dumps(draft.span_type_schemas_json()),
+                quality_schemas=b"{}", inserted_at=self.stamp, updated_at=self.stamp))
+        self.conn.execute(sa.update(t_agents).where(t_agents.c.id == agent_id).values(
+            current_schema_version_id=new_id, updated_at=self.stamp))
+        self.conn.execute(sa.update(t_deployments).where(t_deployments.c.agent_id == agent_id).values(
+            current_schema_version_id=new_id, updated_at=self.stamp))
+        compiled = CompiledSchemaVersion.from_draft(draft, new_id)
+        self.registry.versions.put(compiled)
+        return compiled
 
     def _instances(self, fresh: dict[str, MappedSpan], agent_of: dict[str, str], agents: dict[str, str],
                    versions: dict[str, CompiledSchemaVersion]) -> dict[tuple[str, str], str]:
@@ -328,6 +365,59 @@ class _Write:
                 t_spans.c.account_pk == self.pk, t_spans.c.id.in_(stored[start:start + _CHUNK])))
                 .all())
         return out
+
+    def _rehome(self, fresh: dict[str, MappedSpan], agent_of: dict[str, str], agents: dict[str, str],
+                instance_of: dict[str, str]) -> None:
+        """Spans stored under their service because they arrived before the span naming
+        their agent (children end, and are exported, first) move to that agent's trace:
+        every stored descendant of a newly stored named span still filed under the
+        service, span types declared on the new agent, the emptied instance removed."""
+        named = {row_id: m for row_id, m in fresh.items() if agent_of[row_id] != m.service_name}
+        if not named:
+            return
+        traces = sorted({m.trace_id for m in named.values()})
+        services = sorted({m.service_name for m in named.values()})
+        fallbacks: dict[str, list[str]] = defaultdict(list)  # trace id → instance ids filed under a service
+        for start in range(0, len(traces), _CHUNK):
+            for instance_id, trace_id in self.conn.execute(
+                    sa.select(t_instances.c.id, t_instances.c.external_identifier)
+                    .select_from(t_instances.join(t_agents, t_instances.c.agent_id == t_agents.c.id))
+                    .where(t_instances.c.account_pk == self.pk, t_agents.c.external_identifier.in_(services),
+                           t_instances.c.external_identifier.in_(traces[start:start + _CHUNK]))).all():
+                fallbacks[trace_id].append(instance_id)
+        for trace_id, instance_ids in fallbacks.items():
+            for fallback in instance_ids:
+                children: dict[str, list[tuple[str, str]]] = defaultdict(list)
+                for span_id, parent_id, schema_name in self.conn.execute(sa.select(
+                        t_spans.c.id, t_spans.c.parent_span_id, t_spans.c.schema_name).where(
+                        t_spans.c.instance_id == fallback)).all():
+                    if parent_id is not None:
+                        children[parent_id].append((span_id, schema_name))
+                moved_any = False
+                for row_id, mapped in named.items():
+                    if mapped.trace_id != trace_id or instance_of[row_id] == fallback:
+                        continue
+                    moving: list[tuple[str, str]] = []
+                    stack = [row_id]
+                    while stack:
+                        for child in children.pop(stack.pop(), ()):
+                            moving.append(child)
+                            stack.append(child[0])
+                    if not moving:
+                        continue
+                    agent_id = agents[agent_of[row_id]]
+                    version = self._declare(agent_id, {name for _, name in moving})
+                    self.conn.execute(sa.update(t_instances).where(t_instances.c.id == instance_of[row_id]).values(
+                        schema_version_id=version.id, updated_at=self.stamp))
+                    moved = [span_id for span_id, _ in moving]
+                    for start in range(0, len(moved), _CHUNK):
+                        self.conn.execute(sa.update(t_spans).where(t_spans.c.id.in_(moved[start:start + _CHUNK]))
+                                          .values(agent_id=agent_id, instance_id=instance_of[row_id],
+                                                  schema_version_id=version.id, updated_at=self.stamp))
+                    moved_any = True
+                if moved_any and self.conn.execute(sa.select(t_spans.c.id).where(
+                        t_spans.c.instance_id == fallback).limit(1)).first() is None:
+                    self.conn.execute(sa.delete(t_instances).where(t_instances.c.id == fallback))
 
     def _found_children(self, new_ids: list[str]) -> None:
         """Spans stored before their parent (now here) stop being flagged for it."""
