@@ -16,7 +16,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from agentfolio.api.app import create_app
+from agentfolio.app import Agentfolio
+from agentfolio.server import create_server
 from agentfolio.settings import Settings
 from agentfolio.store import Store
 
@@ -41,10 +42,15 @@ def request_with(*spans: dict[str, Any], service: str = "svc") -> ExportTraceSer
     return request
 
 
+def _server(store: Store, **limits: int) -> Any:
+    limited = Store(store.settings.with_(**limits), store.engine, store.blobs) if limits else store
+    return create_server(folio=Agentfolio(limited, owned=False), viewer=False)
+
+
 @pytest.fixture
 def client(settings: Settings, store: Store) -> Iterator[tuple[TestClient, dict[str, str], Store]]:
     token, _ = store.accounts.create_token("otel")
-    with TestClient(create_app(settings, store=store, viewer=False)) as made:
+    with TestClient(_server(store)) as made:
         yield made, {"Authorization": f"Bearer {token}"}, store
 
 
@@ -210,7 +216,7 @@ def _deep_protobuf(depth: int) -> bytes:
 
 def test_a_full_queue_answers_429_with_retry_after(settings: Settings, store: Store) -> None:
     token, _ = store.accounts.create_token("otel")
-    with TestClient(create_app(settings.with_(otlp_queue_size=0), store=store, viewer=False)) as made:
+    with TestClient(_server(store, otlp_queue_size=0)) as made:
         answer = _post(made, {"Authorization": f"Bearer {token}"}, request_with({}).SerializeToString())
     assert answer.status_code == 429
     assert answer.headers["retry-after"] == "1"
@@ -230,7 +236,7 @@ def test_each_account_sees_only_its_spans(client: Any) -> None:
 def test_decompression_stops_at_the_limit(settings: Settings, store: Store) -> None:
     token, _ = store.accounts.create_token("otel")
     body = request_with({}).SerializeToString()
-    with TestClient(create_app(settings.with_(otlp_max_bytes=len(body) - 1), store=store, viewer=False)) as made:
+    with TestClient(_server(store, otlp_max_bytes=len(body) - 1)) as made:
         answer = _post(made, {"Authorization": f"Bearer {token}"}, zlib.compress(body), **{"Content-Encoding": "gzip"})
         assert answer.status_code == 400  # zlib, not gzip framing: corrupt
         answer = _post(made, {"Authorization": f"Bearer {token}"}, gzip.compress(body), **{"Content-Encoding": "gzip"})

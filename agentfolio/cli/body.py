@@ -14,10 +14,11 @@ from typing import Optional
 import orjson
 import typer
 
-from .body import MessageBody
-from .errors import BodyError
-from .examples import EXAMPLES, load_schema
-from .schema import MessageBodySchema
+from agentfolio.body.body import MessageBody
+from agentfolio.body.errors import BodyError
+from agentfolio.body.examples import EXAMPLES, load_schema
+from agentfolio.body.schema import MessageBodySchema
+from agentfolio.cli.output import clean, fail
 
 body_app = typer.Typer(
     name="body",
@@ -31,9 +32,12 @@ DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 MaxBytes = typer.Option(DEFAULT_MAX_BYTES, "--max-bytes", help="Refuse files larger than this many bytes.")
 
 
+def register(app: typer.Typer) -> None:
+    app.add_typer(body_app, name="body")
+
+
 def _fail(message: str, code: int) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
+    fail(message, code)
 
 
 def _read_json(path: Path, max_bytes: int) -> object:
@@ -162,7 +166,7 @@ def ls(
             where = part.content_url if len(part.content_url) <= 60 else part.content_url[:57] + "..."
         else:
             where = f"{len(part.data())} bytes"
-        typer.echo(f"{index[id(part)]:>4}  {name}  {part.content_type}  {where}")
+        typer.echo(clean(f"{index[id(part)]:>4}  {name}  {part.content_type}  {where}", markup=False))
 
 
 if __name__ == "__main__":
