@@ -21,6 +21,10 @@ Every setting has a default that needs no set-up:
     sessions forever.  Default 1209600 (14 days, the durable agents' own default).
 ``AGENTFOLIO_MAX_BODY_BYTES`` / ``AGENTFOLIO_MAX_JSON_DEPTH``
     Bounds on an HTTP request body: size (default 64 MiB) and JSON nesting (default 128).
+``AGENTFOLIO_OTLP_MAX_BYTES`` / ``AGENTFOLIO_OTLP_QUEUE``
+    The OTLP receiver (``/v1/traces``): the largest request body after decompression
+    (default 32 MiB; larger is 413), and how many requests it takes at once before
+    answering 429 with ``Retry-After`` (default 8).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ DEFAULT_BLOB_THRESHOLD = 64 * 1024
 DEFAULT_SESSION_TTL = 14 * 24 * 3600
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_JSON_DEPTH = 128
+DEFAULT_OTLP_MAX_BYTES = 32 * 1024 * 1024
+DEFAULT_OTLP_QUEUE = 8
 # Searchable text kept per entry; the entry itself is always kept whole.
 DEFAULT_SEARCH_TEXT_LIMIT = 32 * 1024
 
@@ -64,6 +70,8 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
     search_text_limit: int = DEFAULT_SEARCH_TEXT_LIMIT
+    otlp_max_bytes: int = DEFAULT_OTLP_MAX_BYTES
+    otlp_queue_size: int = DEFAULT_OTLP_QUEUE
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
@@ -96,6 +104,8 @@ class Settings:
             max_body_bytes=number("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
             max_json_depth=number("MAX_JSON_DEPTH", DEFAULT_MAX_JSON_DEPTH),
             search_text_limit=number("SEARCH_TEXT_LIMIT", DEFAULT_SEARCH_TEXT_LIMIT),
+            otlp_max_bytes=number("OTLP_MAX_BYTES", DEFAULT_OTLP_MAX_BYTES),
+            otlp_queue_size=number("OTLP_QUEUE", DEFAULT_OTLP_QUEUE),
         )
         return replace(settings, **overrides) if overrides else settings  # type: ignore[arg-type]
 

@@ -1,0 +1,124 @@
+"""OTLP trace ingest: a request body in, spans stored in the registry's traces and the
+conversations in them stored as sessions.
+
+:class:`OtlpIngest` is the use case every front end shares (the HTTP receiver today).
+Its bounded queue keeps memory flat under a sender faster than the store: at most
+``queue_size`` requests are admitted at once (each body bounded by the size limit);
+past that, :meth:`OtlpIngest.admit` says no and the receiver answers 429 with
+``Retry-After``, which OTLP exporters honour by backing off.  Spans are written by one
+writer at a time (decoding runs in parallel before it).
+
+Storage is one call, :meth:`OtlpIngest._store_spans` (the registry's span tables
+through :class:`agentfolio.store.otel_spans.OtelSpans`); sessions are replaced whole
+from the conversation rebuilt out of every stored span of that conversation, so spans
+arriving out of order or re-sent still give one session holding each message once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from agentfolio.errors import AgentfolioError
+from agentfolio.otel.conversation import build_session
+from agentfolio.otel.decode import Encoding, decode_request, decompress
+from agentfolio.otel.mapping import map_spans
+from agentfolio.settings import DEFAULT_OTLP_MAX_BYTES, DEFAULT_OTLP_QUEUE
+from agentfolio.store import Account, Store
+from agentfolio.store.errors import AlreadyExists, NotFound
+from agentfolio.store.otel_spans import OtelSpans, WrittenSpans
+
+log = logging.getLogger("agentfolio.otlp")
+
+#: Seconds an exporter is asked to wait when the queue is full.
+RETRY_AFTER_SECONDS = 1
+
+
+class IngestBusy(AgentfolioError):
+    code = "busy"
+
+
+@dataclass(slots=True)
+class IngestResult:
+    accepted: int
+    duplicates: int
+    rejected: int
+    #: Why spans were rejected (partial success), one line each, clipped.
+    message: str = ""
+    sessions: list[str] = field(default_factory=list)
+
+
+class OtlpIngest:
+    def __init__(self, store: Store, *, max_bytes: int = DEFAULT_OTLP_MAX_BYTES,
+                 queue_size: int = DEFAULT_OTLP_QUEUE) -> None:
+        self.store = store
+        self.spans = OtelSpans(store.registry)
+        self.max_bytes = max_bytes
+        self.queue_size = queue_size
+        self._admitted = 0
+        self._lock = threading.Lock()
+        self._writer = threading.Lock()
+
+    # -- admission ------------------------------------------------------------------------
+
+    def admit(self) -> bool:
+        """Take a place in the queue; ``False`` when it is full (answer 429, retry later)."""
+        with self._lock:
+            if self._admitted >= self.queue_size:
+                return False
+            self._admitted += 1
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self._admitted -= 1
+
+    @property
+    def admitted(self) -> int:
+        return self._admitted
+
+    # -- the use case ---------------------------------------------------------------------
+
+    def export(self, account: Account, body: bytes, *, encoding: Encoding,
+               content_encoding: str | None = None) -> IngestResult:
+        """Store one OTLP trace request for ``account``.  Raises :class:`OtlpError` (bad
+        input, nothing stored) or a store error; returns what was accepted."""
+        data = decompress(body, content_encoding, self.max_bytes)
+        decoded = decode_request(data, encoding)
+        mapped = map_spans(decoded.spans)
+        with self._writer:
+            written = self._store_spans(account, mapped) if mapped else WrittenSpans()
+            sessions = sorted(written.sessions)
+            for session_id in sessions:
+                self._rebuild_session(account, session_id)
+        message = "; ".join(decoded.rejected[:5])
+        if len(decoded.rejected) > 5:
+            message += f"; and {len(decoded.rejected) - 5} more"
+        return IngestResult(written.inserted, written.duplicates, len(decoded.rejected), message, sessions)
+
+    def _store_spans(self, account: Account, mapped: list) -> WrittenSpans:
+        """The one call into the registry store (kept here so it can be re-pointed)."""
+        return self.spans.write(account, mapped)
+
+    def _rebuild_session(self, account: Account, session_id: str) -> None:
+        payloads, agent = self.spans.session_spans(account, session_id)
+        built = build_session(payloads)
+        if built is None:
+            return
+        sessions = self.store.sessions
+        try:
+            sessions.delete(account, session_id)
+        except NotFound:
+            pass
+        try:
+            sessions.create(account, built.document, session_id=session_id, agent=_agent_label(agent or built.agent),
+                            strict=False)
+        except AlreadyExists:  # another writer rebuilt it meanwhile; its copy is as complete
+            log.info("session %s was rebuilt concurrently", session_id)
+
+
+def _agent_label(name: str | None) -> str | None:
+    if not name:
+        return None
+    return name.replace("\x00", "\ufffd")[:200]
