@@ -97,8 +97,10 @@ def _message(rec: Recorder, message: Message, pointer: str, entry_index: int, in
 
 def _content(rec: Recorder, content: Any, pointer: str, version: str) -> Any:
     if isinstance(content, OpaqueContent):
-        if isinstance(content.extra.get("$type"), str):
+        tag = content.extra.get("$type")
+        if isinstance(tag, str) and "." not in tag:
             return content  # a durable-shaped unknown: written back as it is
+        # (a dotted tag is another format's block kept whole: agentfolio.formats.provider)
         rec.approximate(content, pointer, None, "content of unknown kind",
                         'durable state keeps what it has no type for inside {"$type": "unknown", "content": ...}')
         return UnknownContent(content=dict(content.extra))

@@ -1,0 +1,91 @@
+"""Hypothesis strategies for the provider transcript formats: every block kind each reader
+maps, plus unknown block types and unknown properties at every level."""
+
+from __future__ import annotations
+
+import collections.abc
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tests.strategies import ids, json_values, text, unknown_keys
+
+
+def unknowns(max_size: int = 2) -> st.SearchStrategy[dict[str, Any]]:
+    return st.dictionaries(unknown_keys, json_values, max_size=max_size)
+
+
+def with_unknowns(base: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.tuples(base, unknowns()).map(lambda p: {**p[0], **p[1]})
+
+
+def unknown_block(type_key: str = "type") -> st.SearchStrategy[dict[str, Any]]:
+    """A block of a type no reader knows, carrying whatever it likes."""
+    return st.tuples(st.from_regex(r"x_[a-z_]{1,8}", fullmatch=True), unknowns(3)).map(
+        lambda p: {type_key: p[0], **p[1]})
+
+
+def materialized(value: Any) -> Any:
+    """A value validated by an SDK TypeAdapter with its lazy iterables run (an
+    ``Iterable[...]`` field validates only as it is consumed)."""
+    if isinstance(value, dict):
+        return {k: materialized(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, collections.abc.Iterator)):
+        return [materialized(v) for v in value]
+    return value
+
+
+b64 = st.sampled_from(["aGk=", "iVBORw0KGgo=", ""])
+objects = st.dictionaries(st.text(max_size=5), json_values, max_size=3)
+
+# -- Anthropic ---------------------------------------------------------------------------
+
+_anthropic_citation = st.one_of(
+    with_unknowns(st.fixed_dictionaries({"type": st.just("char_location"), "cited_text": text,
+                                         "document_index": st.integers(0, 3), "start_char_index": st.integers(0, 9),
+                                         "end_char_index": st.integers(0, 9)},
+                                        optional={"document_title": text})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("web_search_result_location"), "cited_text": text,
+                                         "url": st.just("https://example.com/a"), "encrypted_index": ids},
+                                        optional={"title": text})),
+    unknown_block(),
+)
+anthropic_blocks = st.one_of(
+    with_unknowns(st.fixed_dictionaries({"type": st.just("text"), "text": text},
+                                        optional={"citations": st.lists(_anthropic_citation, max_size=2),
+                                                  "cache_control": st.just({"type": "ephemeral"})})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("thinking"), "thinking": text, "signature": ids})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("redacted_thinking"), "data": ids})),
+    with_unknowns(st.fixed_dictionaries({"type": st.sampled_from(["tool_use", "server_tool_use", "mcp_tool_use"]),
+                                         "id": ids, "name": ids, "input": objects})),
+    with_unknowns(st.fixed_dictionaries({"type": st.sampled_from(["tool_result", "web_search_tool_result"]),
+                                         "tool_use_id": ids},
+                                        optional={"content": st.one_of(text, st.lists(
+                                            st.fixed_dictionaries({"type": st.just("text"), "text": text}),
+                                            max_size=2)), "is_error": st.booleans()})),
+    with_unknowns(st.fixed_dictionaries({"type": st.sampled_from(["image"]), "source": st.one_of(
+        st.fixed_dictionaries({"type": st.just("base64"), "media_type": st.just("image/png"), "data": b64}),
+        st.fixed_dictionaries({"type": st.just("url"), "url": st.just("https://example.com/a.png")}),
+        st.fixed_dictionaries({"type": st.just("file"), "file_id": ids}),
+        unknown_block())})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("document"), "source": st.one_of(
+        st.fixed_dictionaries({"type": st.just("base64"), "media_type": st.just("application/pdf"), "data": b64}),
+        st.fixed_dictionaries({"type": st.just("text"), "media_type": st.just("text/plain"), "data": text}))},
+        optional={"title": text})),
+    unknown_block(),
+)
+_anthropic_content = st.one_of(text, st.lists(anthropic_blocks, max_size=4))
+anthropic_requests = with_unknowns(st.fixed_dictionaries(
+    {"model": st.just("claude-sonnet-4-5"), "max_tokens": st.integers(1, 4096),
+     "messages": st.lists(with_unknowns(st.fixed_dictionaries(
+         {"role": st.sampled_from(["user", "assistant"]), "content": _anthropic_content})), max_size=5)},
+    optional={"system": st.one_of(text, st.lists(with_unknowns(st.fixed_dictionaries(
+        {"type": st.just("text"), "text": text})), max_size=2))}))
+anthropic_responses = with_unknowns(st.fixed_dictionaries(
+    {"id": ids, "type": st.just("message"), "role": st.just("assistant"), "model": st.just("claude-sonnet-4-5"),
+     "content": st.lists(anthropic_blocks, max_size=4),
+     "stop_reason": st.sampled_from(["end_turn", "tool_use", None]), "stop_sequence": st.none(),
+     "usage": with_unknowns(st.fixed_dictionaries(
+         {"input_tokens": st.integers(0, 10**6), "output_tokens": st.integers(0, 10**6)},
+         optional={"cache_creation_input_tokens": st.integers(0, 99),
+                   "cache_read_input_tokens": st.integers(0, 99)}))}))
