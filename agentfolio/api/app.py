@@ -38,11 +38,15 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None, 
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        task = asyncio.create_task(_expire_forever(store)) if settings.session_ttl > 0 else None
+        tasks = []
+        if settings.session_ttl > 0:
+            tasks.append(asyncio.create_task(_expire_forever(store)))
+        if settings.blob_sweep_interval > 0:
+            tasks.append(asyncio.create_task(_sweep_blobs_forever(store, settings.blob_sweep_interval)))
         try:
             yield
         finally:
-            if task:
+            for task in tasks:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
@@ -77,6 +81,20 @@ async def _expire_forever(store: Store) -> None:
         except Exception:  # keep serving; the next round retries
             log.exception("expiring idle sessions failed")
         await asyncio.sleep(interval)
+
+
+async def _sweep_blobs_forever(store: Store, interval: float) -> None:
+    """Collect the blobs nothing points at; with several server processes on one
+    PostgreSQL database, one sweeps at a time and the others skip that round."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            swept = await run_in_threadpool(store.sweep_blobs)
+            if swept.deleted or swept.moved:
+                log.info("blob sweep: removed %d unreferenced blob(s), moved %d to content keys",
+                         swept.deleted, swept.moved)
+        except Exception:  # keep serving; the next round retries
+            log.exception("sweeping the blob store failed")
 
 
 def app_from_env() -> FastAPI:
