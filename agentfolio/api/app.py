@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agentfolio.api import registry, render, sessions
 from agentfolio.api.body import BodyLimitMiddleware
-from agentfolio.api.errors import install_error_handlers, install_openapi
+from agentfolio.api.errors import UnexpectedErrorMiddleware, install_error_handlers, install_openapi
 from agentfolio.settings import Settings
 from agentfolio.store import Store
 
@@ -67,6 +67,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None, 
         app.include_router(create_web_router(store=store, account=viewer_account))
     install_error_handlers(app)
     install_openapi(app)
+    app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     return app
 
