@@ -1,6 +1,6 @@
 """The server ``agentfolio serve`` runs: the HTTP API under ``/api/v1`` and the viewer at
 ``/``, over one :class:`agentfolio.app.Agentfolio`, with the background work a server owns
-(expiring idle sessions).
+(expiring idle sessions, collecting unreferenced blobs).
 
 ``create_server(settings)`` builds it; ``uvicorn --factory agentfolio.server:app_from_env``
 serves it from the environment's settings. The API and the viewer never import each other:
@@ -40,11 +40,15 @@ def create_server(settings: Settings | None = None, *, folio: Agentfolio | None 
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        task = asyncio.create_task(_expire_forever(application)) if settings.session_ttl > 0 else None
+        tasks = []
+        if settings.session_ttl > 0:
+            tasks.append(asyncio.create_task(_expire_forever(application)))
+        if settings.blob_sweep_interval > 0:
+            tasks.append(asyncio.create_task(_sweep_blobs_forever(application, settings.blob_sweep_interval)))
         try:
             yield
         finally:
-            if task:
+            for task in tasks:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
@@ -73,6 +77,20 @@ async def _expire_forever(folio: Agentfolio) -> None:
         except Exception:  # keep serving; the next round retries
             log.exception("expiring idle sessions failed")
         await asyncio.sleep(interval)
+
+
+async def _sweep_blobs_forever(folio: Agentfolio, interval: float) -> None:
+    """Collect the blobs nothing points at; with several server processes on one
+    PostgreSQL database, one sweeps at a time and the others skip that round."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            swept = await run_in_threadpool(folio.sweep_blobs)
+            if swept.deleted or swept.moved:
+                log.info("blob sweep: removed %d unreferenced blob(s), moved %d to content keys",
+                         swept.deleted, swept.moved)
+        except Exception:  # keep serving; the next round retries
+            log.exception("sweeping the blob store failed")
 
 
 def app_from_env() -> FastAPI:

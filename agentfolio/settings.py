@@ -16,6 +16,10 @@ Every setting has a default that needs no set-up:
 ``AGENTFOLIO_BLOB_THRESHOLD``
     Contents whose JSON is larger than this many bytes go to the blob store (default
     65536); MessageBody parts (``$type: part``) always do.
+``AGENTFOLIO_BLOB_SWEEP_INTERVAL``
+    Seconds between two sweeps of the blob store by a running server, which remove the
+    blobs no entry points at any more (left by resets, deletes, expiry); ``0`` turns the
+    server's sweep off.  Default 600.
 ``AGENTFOLIO_SESSION_TTL``
     Seconds a session may stay idle (not written) before it expires; ``0`` keeps
     sessions forever.  Default 1209600 (14 days, the durable agents' own default).
@@ -38,6 +42,7 @@ from typing import Mapping
 
 ENV_PREFIX = "AGENTFOLIO_"
 DEFAULT_BLOB_THRESHOLD = 64 * 1024
+DEFAULT_BLOB_SWEEP_INTERVAL = 600
 DEFAULT_SESSION_TTL = 14 * 24 * 3600
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_JSON_DEPTH = 128
@@ -66,6 +71,7 @@ class Settings:
     blob_url: str | None = None
     s3_endpoint_url: str | None = None
     blob_threshold: int = DEFAULT_BLOB_THRESHOLD
+    blob_sweep_interval: int = DEFAULT_BLOB_SWEEP_INTERVAL
     session_ttl: int = DEFAULT_SESSION_TTL
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
@@ -100,6 +106,7 @@ class Settings:
             blob_url=text("BLOB_URL"),
             s3_endpoint_url=text("S3_ENDPOINT_URL"),
             blob_threshold=number("BLOB_THRESHOLD", DEFAULT_BLOB_THRESHOLD),
+            blob_sweep_interval=number("BLOB_SWEEP_INTERVAL", DEFAULT_BLOB_SWEEP_INTERVAL),
             session_ttl=number("SESSION_TTL", DEFAULT_SESSION_TTL),
             max_body_bytes=number("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
             max_json_depth=number("MAX_JSON_DEPTH", DEFAULT_MAX_JSON_DEPTH),

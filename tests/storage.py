@@ -121,6 +121,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
     env["AGENTFOLIO_BLOB_THRESHOLD"] = str(settings.blob_threshold)
     env["AGENTFOLIO_OTLP_MAX_BYTES"] = str(settings.otlp_max_bytes)
     env["AGENTFOLIO_OTLP_QUEUE"] = str(settings.otlp_queue_size)
+    env["AGENTFOLIO_BLOB_SWEEP_INTERVAL"] = str(settings.blob_sweep_interval)
     if settings.blob_url:
         env["AGENTFOLIO_BLOB_URL"] = settings.blob_url
     if settings.s3_endpoint_url:

@@ -13,7 +13,7 @@ from fastapi import APIRouter, FastAPI
 
 from agentfolio.api import otlp, registry, render, sessions
 from agentfolio.api.body import BodyLimitMiddleware
-from agentfolio.api.errors import install_error_handlers, install_openapi
+from agentfolio.api.errors import UnexpectedErrorMiddleware, install_error_handlers, install_openapi
 
 __all__ = ["API_DESCRIPTION", "API_VERSION", "ROUTERS", "install_api"]
 
@@ -30,4 +30,5 @@ def install_api(app: FastAPI, *, max_body_bytes: int) -> None:
         app.include_router(router)
     install_error_handlers(app)
     install_openapi(app)
+    app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)

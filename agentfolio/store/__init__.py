@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 
 from agentfolio.settings import Settings
 from agentfolio.store.accounts import Account, Accounts
+from agentfolio.store.blob_refs import Swept, sweep
 from agentfolio.store.blobs import BlobStore, open_blob_store
 from agentfolio.store.engine import create_engine, migrate
 from agentfolio.store.registry import Registry
@@ -35,6 +36,10 @@ class Store:
         if run_migrations:
             migrate(engine)
         return cls(settings, engine, open_blob_store(settings))
+
+    def sweep_blobs(self) -> Swept:
+        """Remove the blobs nothing points at any more (see ``store.blob_refs``)."""
+        return sweep(self.engine, self.blobs)
 
     def close(self) -> None:
         self.engine.dispose()

@@ -92,5 +92,28 @@ entries = sa.Table(
     sa.Column("text", sa.Text, nullable=False),
 )
 
+# The blob store is content-addressed: a blob's key is the SHA-256 of its bytes, so a key
+# names the same bytes for ever and is never reused for other ones.  ``blobs`` has a row
+# for every blob a write put in the store, ``entry_blobs`` says which entries point at it.
+# Writers lock the blob's row while they make sure its bytes are stored and point at it;
+# only the sweep (store.blob_sweep) removes a blob, under the same row lock, when no entry
+# points at it.  Nothing is removed inline after a reset or a delete.
+blobs = sa.Table(
+    "blobs", metadata,
+    sa.Column("digest", sa.String(64), primary_key=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+entry_blobs = sa.Table(
+    "entry_blobs", metadata,
+    sa.Column("session_pk", sa.BigInteger, primary_key=True),
+    sa.Column("position", sa.Integer, primary_key=True, autoincrement=False),
+    # No cascade: a blob row an entry points at cannot be deleted.
+    sa.Column("digest", sa.String(64), sa.ForeignKey("blobs.digest"), primary_key=True),
+    sa.ForeignKeyConstraint(["session_pk", "position"], ["entries.session_pk", "entries.position"],
+                            ondelete="CASCADE"),
+    sa.Index(None, "digest"),
+)
+
 # The agent registry defines its tables on the same metadata (migration 0002_registry).
 from agentfolio.store import registry_tables  # noqa: E402,F401

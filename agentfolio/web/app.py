@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import re
 import threading
 
 from collections import OrderedDict
@@ -51,6 +52,8 @@ SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "n
                     "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY"}
 STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
                 ".svg": "image/svg+xml"}
+# What a static file's name may hold: no separators, NUL or other bytes a path could trip on.
+STATIC_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 LIST_PAGE = 50
 #: Most entries one request renders ("load all" asks for pages this big).
 MAX_PAGE_ENTRIES = 1000
@@ -305,7 +308,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/static/{name}")
     async def static(name: str) -> Response:
         suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
-        if "/" in name or "\\" in name or name.startswith(".") or suffix not in STATIC_TYPES:
+        if not STATIC_NAME.fullmatch(name) or suffix not in STATIC_TYPES:
             return Response("not found", status_code=404, media_type="text/plain")
         try:
             data = resources.files("agentfolio.web").joinpath("static", name).read_bytes()
