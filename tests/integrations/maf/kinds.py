@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import get_args
 
 from agent_framework import Content
@@ -12,6 +13,12 @@ PROPERTIES = {"trace": {"n": 1, "list": [1.5, None, True]}, "unicode": "\u2028 â
 
 
 def every_kind() -> list[Content]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # computer use is an experimental kind
+        return _every_kind()
+
+
+def _every_kind() -> list[Content]:
     call = Content.from_function_call("c9", "delete_file", arguments={"path": "/tmp/x"}, id="fc_9")
     contents = [
         Content.from_text("hello âœ“", annotations=ANNOTATIONS, additional_properties=PROPERTIES),
@@ -43,8 +50,8 @@ def every_kind() -> list[Content]:
             "https://example.com/s.png", media_type="image/png")),
         Content.from_mcp_server_tool_call("m1", "lookup", server_name="srv", arguments={"k": "v"}),
         Content.from_mcp_server_tool_result("m1", output=[Content.from_text("value")]),
-        Content.from_function_approval_request("ap1", call),
-        Content.from_function_approval_response(True, "ap1", call),
+        Content.from_function_approval_request("fc_9", call),
+        Content.from_function_approval_response(True, "fc_9", call),
         Content.from_oauth_consent_request("https://login.example.com/consent"),
     ]
     assert sorted(c.type for c in contents) == sorted(get_args(ContentType)), "a MAF content kind is missing"
