@@ -56,6 +56,12 @@ class SessionService:
                strict: bool = True) -> Appended:
         return self._sessions.append(account, session_id, entry, expected_version=expected_version, strict=strict)
 
+    def append_many(self, account: Account, session_id: str, new_entries: list[Any], *,
+                    expected_version: int | None, strict: bool = True) -> Appended:
+        """Entries added together (a request and its response): one write, nothing between them."""
+        return self._sessions.append_many(account, session_id, new_entries, expected_version=expected_version,
+                                          strict=strict)
+
     def reset(self, account: Account, session_id: str, *, expected_version: int | None = None) -> SessionInfo:
         return self._sessions.reset(account, session_id, expected_version=expected_version)
 

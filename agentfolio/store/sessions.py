@@ -11,7 +11,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import orjson
 import sqlalchemy as sa
@@ -274,21 +274,40 @@ class Sessions:
         """
         if not isinstance(entry, dict):
             raise InvalidInput("an entry must be a JSON object", pointer="")
-        packed = self._pack(entry)
+        return self.append_many(account, session_id, [entry], expected_version=expected_version, strict=strict)
+
+    def append_many(self, account: Account, session_id: str, new_entries: Sequence[Any], *,
+                    expected_version: int | None, strict: bool = True) -> Appended:
+        """Add entries at the end of the history together (a request and its response), as one write:
+        the version goes up by one, and no other writer's entry can land between them.
+
+        The cost is that of the entries added, whatever the history's length.  ``position``
+        in the result is where the first one went; problems point into the list (``/1/...``)
+        when there is more than one entry.
+        """
+        if not new_entries:
+            raise InvalidInput("nothing to append: give at least one entry", pointer="")
+        for index, entry in enumerate(new_entries):
+            if not isinstance(entry, dict):
+                raise InvalidInput("an entry must be a JSON object", pointer="" if len(new_entries) == 1 else f"/{index}")
+        packed = [self._pack(entry) for entry in new_entries]
+        times = [entry.created_at for entry in packed if entry.created_at is not None]
         values: dict[str, Any] = {
-            "version": sessions.c.version + 1, "entry_count": sessions.c.entry_count + 1, "updated_at": time.time(),
+            "version": sessions.c.version + 1, "entry_count": sessions.c.entry_count + len(packed),
+            "updated_at": time.time(),
         }
-        if packed.created_at is not None:
-            values["first_activity_at"] = sa.func.coalesce(sessions.c.first_activity_at, packed.created_at)
+        if times:
+            earliest, latest = min(times), max(times)
+            values["first_activity_at"] = sa.func.coalesce(sessions.c.first_activity_at, earliest)
             values["last_activity_at"] = sa.case(
-                (sessions.c.last_activity_at.is_(None), packed.created_at),
-                (sessions.c.last_activity_at < packed.created_at, packed.created_at),
+                (sessions.c.last_activity_at.is_(None), latest),
+                (sessions.c.last_activity_at < latest, latest),
                 else_=sessions.c.last_activity_at)
         condition = self._visible(account, session_id)
         if expected_version is not None:
             condition = sa.and_(condition, sessions.c.version == expected_version)
         with write_transaction(self.engine) as connection:
-            # The guarded UPDATE takes the row lock and says where the entry goes, in one
+            # The guarded UPDATE takes the row lock and says where the entries go, in one
             # round trip; anything refused below rolls it back with the transaction.
             row = connection.execute(sa.update(sessions).where(condition).values(**values)
                                      .returning(*_INFO_COLUMNS, sessions.c.history_at)).first()
@@ -298,14 +317,18 @@ class Sessions:
                 if current is None:
                     raise NotFound(f"no session {session_id!r}")
                 raise VersionConflict(session_id, expected_version if expected_version is not None else -1, current)
-            problems = check_entry(entry, row.schema_version, strict=strict)
+            problems: list[Problem] = []
+            for index, entry in enumerate(new_entries):
+                prefix = "" if len(new_entries) == 1 else f"/{index}"
+                problems.extend(Problem(prefix + p.pointer, p.message)
+                                for p in check_entry(entry, row.schema_version, strict=strict, prefix=prefix))
             if row.history_at is None:
                 head = connection.execute(sa.select(sessions.c.head).where(sessions.c.pk == row.pk)).scalar_one()
                 new_head, history_at = head_with_history(head, None)
                 connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk)
                                    .values(head=new_head, history_at=history_at))
-            position = row.entry_count - 1
-            self._insert_entries(connection, row.pk, position, [packed])
+            position = row.entry_count - len(packed)
+            self._insert_entries(connection, row.pk, position, packed)
         return Appended(self._info(row), position, problems)
 
     def reset(self, account: Account, session_id: str, *, expected_version: int | None = None) -> SessionInfo:
@@ -369,23 +392,27 @@ def check_document(document: Any, *, strict: bool) -> list[Problem]:
     return result.problems
 
 
-def check_entry(entry: dict[str, Any], schema_version: str | None, *, strict: bool) -> list[Problem]:
-    """Check one entry against its session's schema version, as if it were the whole history."""
+def check_entry(entry: dict[str, Any], schema_version: str | None, *, strict: bool,
+                prefix: str = "") -> list[Problem]:
+    """Check one entry against its session's schema version, as if it were the whole history.
+
+    ``prefix`` is where the entry sits in what was posted, for the pointer of a refusal."""
     version = schema_version or durable_state.DEFAULT_VERSION
     try:
         _, problems, _ = durable_state.validate({"schemaVersion": version, "data": {"conversationHistory": [entry]}})
     except FormatError as error:
         raise InvalidInput(error.message, pointer=error.pointer) from None
-    prefix = "/data/conversationHistory/0"
-    problems = [Problem(p.pointer[len(prefix):] if p.pointer.startswith(prefix) else p.pointer, p.message)
+    inside = "/data/conversationHistory/0"
+    problems = [Problem(p.pointer[len(inside):] if p.pointer.startswith(inside) else p.pointer, p.message)
                 for p in problems]
     if problems and strict:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise InvalidInput(f"{problems[0].message}{more}", pointer=problems[0].pointer, problems=problems)
+        raise InvalidInput(f"{problems[0].message}{more}", pointer=prefix + problems[0].pointer,
+                           problems=[Problem(prefix + p.pointer, p.message) for p in problems])
     try:
         _ENTRY.validate_python(entry)
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         path = [step for step in first["loc"] if isinstance(step, int) or "[" not in str(step)]
-        raise InvalidInput(f"cannot read entry: {first['msg']}", pointer=json_pointer(path)) from None
+        raise InvalidInput(f"cannot read entry: {first['msg']}", pointer=prefix + json_pointer(path)) from None
     return problems
