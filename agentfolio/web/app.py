@@ -43,8 +43,11 @@ from agentfolio.web.documents import Opened, OpenedFiles, open_bytes, schema_ver
 from agentfolio.web.traces import trace_from_document
 
 COOKIE = "agentfolio_token"
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: https: http:; "
-       "media-src 'self' data: blob: https: http:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
+# Images and media only from this origin or the record itself (data:): a record cannot make
+# the viewer's browser fetch from its author's server (a read receipt); remote media are
+# shown as a link that opens in a new tab on a click.
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+       "media-src 'self' data: blob:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
        "frame-ancestors 'none'")
 SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
                     "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY"}
