@@ -18,7 +18,8 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from agentfolio.api.app import create_app
+from agentfolio.app import Agentfolio
+from agentfolio.server import create_server
 from agentfolio.store import Store
 from tests.storage import free_port
 
@@ -60,7 +61,7 @@ class FullDisk:
 def served(settings, store: Store) -> Iterator[tuple[InProcessServer, FullDisk, str]]:
     disk = FullDisk(store.blobs)
     faulty = Store(store.settings.with_(blob_threshold=1000), store.engine, disk)
-    app = create_app(faulty.settings, store=faulty)
+    app = create_server(folio=Agentfolio(faulty, owned=False))
 
     @app.get("/test-only/boom", include_in_schema=False)
     async def boom() -> None:
