@@ -8,7 +8,8 @@ sign-ins it opened.
 
 A viewer sign-in is a row of ``viewer_sessions``: the browser's cookie holds a random
 secret whose SHA-256 is kept (never the API token), it lasts as long as the caller says
-(the viewer: a day, ``agentfolio.app.accounts``), signing out deletes it, and it stops working as soon as its token is revoked.
+(the viewer: a day, see ``agentfolio.app.accounts``), signing out deletes it, and it
+stops working as soon as its token is revoked.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import errno
 import http.client
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import orjson
 import pytest

@@ -119,7 +119,7 @@ def test_racing_resets_deletes_and_creates_keep_every_acknowledged_blob(settings
         def attempt(what: str, call, *args, **kwargs) -> None:
             try:
                 call(*args, **kwargs)
-            except Exception as error:  # noqa: BLE001 - every failure is a finding
+            except Exception as error:
                 failures.append(f"{what}: {type(error).__name__}: {error}")
 
         def reset_and_append(number: int) -> None:
@@ -164,7 +164,7 @@ def test_racing_resets_deletes_and_creates_keep_every_acknowledged_blob(settings
         for session in [f"ra-{n}" for n in range(PAIRS)] + [f"dc-new-{n}" for n in range(PAIRS)]:
             try:
                 _, document = store.sessions.get_document(account, session)
-            except Exception as error:  # noqa: BLE001
+            except Exception as error:
                 unreadable.append(f"{session}: {type(error).__name__}")
                 continue
             for entry in document["data"]["conversationHistory"]:
