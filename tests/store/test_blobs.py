@@ -221,3 +221,18 @@ def test_blobs_stored_under_old_per_session_keys_are_read_and_moved(settings) ->
         assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) == sorted(
             content_key(digest) for digest in digests)
         assert store.sessions.get_bytes(account, created.session.id)[1] == orjson.dumps(document)
+
+
+def test_bytes_a_rolled_back_write_left_are_swept_and_referenced_ones_kept(settings) -> None:
+    from agentfolio.store.blobs import content_key
+
+    with Store.open(settings.with_(blob_threshold=1000)) as store:
+        account = store.accounts.ensure("alice")
+        document = big_state()
+        created = store.sessions.create(account, document, strict=False)
+        stray = b"bytes whose transaction rolled back"
+        store.blobs.put(content_key(hashlib.sha256(stray).hexdigest()), stray)
+        assert store.sweep_blobs().deleted == 1
+        root = settings.data_dir / "blobs"
+        assert len([p for p in root.rglob("*") if p.is_file()]) == 2
+        assert store.sessions.get_bytes(account, created.session.id)[1] == orjson.dumps(document)
