@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
 
-from agentfolio.api import otlp, registry, render, sessions
+from agentfolio.api import otlp, registry, render, sessions, tokens
 from agentfolio.api.body import BodyLimitMiddleware
 from agentfolio.api.errors import UnexpectedErrorMiddleware, install_error_handlers, install_openapi
 
 __all__ = ["API_DESCRIPTION", "API_VERSION", "ROUTERS", "install_api"]
 
-ROUTERS: list[APIRouter] = [sessions.router, render.router, *registry.routers, otlp.router]
+ROUTERS: list[APIRouter] = [sessions.router, render.router, tokens.router, *registry.routers, otlp.router]
 API_VERSION = "1.0.0"
 API_DESCRIPTION = ("Store, search, convert and validate the records AI agents leave behind. "
                    "Every request needs `Authorization: Bearer <token>`; errors are "

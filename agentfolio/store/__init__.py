@@ -15,6 +15,7 @@ from agentfolio.store.blobs import BlobStore, open_blob_store
 from agentfolio.store.engine import create_engine, migrate
 from agentfolio.store.registry import Registry
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, StoreError, VersionConflict
+from agentfolio.store.tokens import Tokens
 from agentfolio.store.sessions import Appended, Created, SessionInfo, Sessions
 
 
@@ -26,6 +27,7 @@ class Store:
         self.engine = engine
         self.blobs = blobs
         self.accounts = Accounts(engine)
+        self.tokens = Tokens(engine)
         self.sessions = Sessions(engine, blobs, settings)
         self.registry = Registry(engine)
 

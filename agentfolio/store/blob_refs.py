@@ -19,9 +19,10 @@ import hashlib
 import logging
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -125,17 +126,27 @@ def sweep(engine: Engine, store: BlobStore) -> Swept:
             after = digests[-1]
         moved = 0
         # Bytes with no row: a write that rolled back or died after storing them; and bytes
-        # under old per-session keys.
+        # under old per-session keys.  Rows are looked up a batch of keys at a time.
+        listed: list[str] = []
         for key in store.listing():
             if match := CONTENT_KEY.fullmatch(key):
-                with read_transaction(engine) as connection:
-                    known = connection.execute(sa.select(blobs.c.digest)
-                                               .where(blobs.c.digest == match[2])).first()
-                if known is None:
-                    deleted += _collect(engine, store, match[2])
+                listed.append(match[2])
+                if len(listed) >= _BATCH:
+                    deleted += _collect_unknown(engine, store, listed)
+                    listed = []
             elif match := LEGACY_KEY.fullmatch(key):
                 moved += _move_legacy(engine, store, key, match[3])
+        deleted += _collect_unknown(engine, store, listed)
         return Swept(deleted=deleted, moved=moved)
+
+
+def _collect_unknown(engine: Engine, store: BlobStore, digests: list[str]) -> int:
+    """Remove those of these stored blobs that have no row (under the row lock, as always)."""
+    if not digests:
+        return 0
+    with read_transaction(engine) as connection:
+        known = set(connection.execute(sa.select(blobs.c.digest).where(blobs.c.digest.in_(digests))).scalars())
+    return sum(_collect(engine, store, digest) for digest in digests if digest not in known)
 
 
 def _collect(engine: Engine, store: BlobStore, digest: str) -> int:

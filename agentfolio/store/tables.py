@@ -51,6 +51,20 @@ tokens = sa.Table(
     sa.Column("revoked_at", sa.Float, nullable=True),
 )
 
+# A viewer's signed-in browser: the cookie holds a random secret (only its SHA-256 is
+# kept), never the API token itself.  Signing out ends the row; revoking the token it
+# signed in with ends every browser session it opened.
+viewer_sessions = sa.Table(
+    "viewer_sessions", metadata,
+    sa.Column("pk", BigKey, primary_key=True, autoincrement=True),
+    sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), nullable=False),
+    sa.Column("token_pk", sa.BigInteger, sa.ForeignKey("tokens.pk", ondelete="CASCADE"), nullable=False),
+    sa.Column("secret_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Index(None, "expires_at"),
+)
+
 sessions = sa.Table(
     "sessions", metadata,
     sa.Column("pk", BigKey, primary_key=True, autoincrement=True),

@@ -40,14 +40,18 @@ from agentfolio.formats.jsonio import gc_paused
 from agentfolio.web import html
 from agentfolio.web import agents as agent_views
 from agentfolio.web import registry_data
+from agentfolio.app.accounts import VIEWER_SESSION_SECONDS
 from agentfolio.app.documents import schema_version_of
 from agentfolio.web.csrf import refuse_cross_site
 from agentfolio.web.documents import Opened, OpenedFiles, open_bytes
 from agentfolio.web.traces import trace_from_document
 
-COOKIE = "agentfolio_token"
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: https: http:; "
-       "media-src 'self' data: blob: https: http:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
+COOKIE = "agentfolio_session"
+# Images and media only from this origin or the record itself (data:): a record cannot make
+# the viewer's browser fetch from its author's server (a read receipt); remote media are
+# shown as a link that opens in a new tab on a click.
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+       "media-src 'self' data: blob:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
        "frame-ancestors 'none'")
 SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
                     "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY"}
@@ -157,11 +161,13 @@ class WebViewer:
             return Who(None, None)
         if self.account is not None:
             return Who(self.account, self.account.pk)
-        token = request.cookies.get(COOKIE)
+        # The cookie holds a sign-in's secret (ended by signing out or revoking its token);
+        # scripts may send the API token itself as a bearer header instead.
+        secret = request.cookies.get(COOKIE)
+        account = self.folio.accounts.viewer_account(secret) if secret else None
         header = request.headers.get("authorization", "")
-        if not token and header.lower().startswith("bearer "):
-            token = header[7:].strip()
-        account = self.folio.accounts.authenticate(token) if token else None
+        if account is None and header.lower().startswith("bearer "):
+            account = self.folio.accounts.authenticate(header[7:].strip())
         return Who(account, account.pk) if account is not None else None
 
     # -- responses ------------------------------------------------------------------
@@ -329,17 +335,21 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         target = _local(str(form.get("next") or "/"), viewer.prefix)
         if viewer.folio is None:
             return RedirectResponse(target, status_code=303)
-        account = await run_in_threadpool(viewer.folio.accounts.authenticate, token) if token else None
-        if account is None:
+        signed_in = await run_in_threadpool(viewer.folio.accounts.sign_in_viewer, token) if token else None
+        if signed_in is None:
             return viewer.page(request, "login.html", None, 401, next=target, nav=None,
                                message="That token is not valid (unknown or revoked).")
         response = RedirectResponse(target, status_code=303)
-        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https",
-                            path=viewer.prefix or "/", max_age=30 * 24 * 3600)
+        response.set_cookie(COOKIE, signed_in[0], httponly=True, samesite="strict",
+                            secure=request.url.scheme == "https", path=viewer.prefix or "/",
+                            max_age=VIEWER_SESSION_SECONDS)
         return response
 
     @router.post("/logout")
     async def logout(request: Request) -> Response:
+        secret = request.cookies.get(COOKIE)
+        if secret and viewer.folio is not None:  # ended here, not only forgotten by this browser
+            await run_in_threadpool(viewer.folio.accounts.sign_out_viewer, secret)
         response = RedirectResponse(f"{viewer.prefix}/login", status_code=303)
         response.delete_cookie(COOKIE, path=viewer.prefix or "/")
         return response

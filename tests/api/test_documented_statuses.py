@@ -24,7 +24,7 @@ def test_the_readme_names_the_status_a_stale_if_match_gets(settings, store: Stor
     assert windows, "the README does not say what a stale If-Match gets"
     documented = {int(status) for window in windows for status in re.findall(r"\b([1-5][0-9]{2})\b", window)}
     token, _ = store.accounts.create_token("readme")
-    with TestClient(create_server(settings, folio=Agentfolio(store, owned=False), viewer=False)) as client:
+    with TestClient(create_server(folio=Agentfolio(store, owned=False), viewer=False)) as client:
         headers = {"Authorization": f"Bearer {token}"}
         client.post("/api/v1/sessions", params={"id": "s"}, headers=headers,
                     json={"schemaVersion": "1.2.0", "data": {"conversationHistory": []}})

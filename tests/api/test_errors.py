@@ -11,7 +11,7 @@ import errno
 import http.client
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import orjson
 import pytest
@@ -61,7 +61,7 @@ class FullDisk:
 def served(settings, store: Store) -> Iterator[tuple[InProcessServer, FullDisk, str]]:
     disk = FullDisk(store.blobs)
     faulty = Store(store.settings.with_(blob_threshold=1000), store.engine, disk)
-    app = create_server(faulty.settings, folio=Agentfolio(faulty, owned=False))
+    app = create_server(folio=Agentfolio(faulty, owned=False))
 
     @app.get("/test-only/boom", include_in_schema=False)
     async def boom() -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest

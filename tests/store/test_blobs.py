@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -118,7 +119,7 @@ def test_racing_resets_deletes_and_creates_keep_every_acknowledged_blob(settings
         def attempt(what: str, call, *args, **kwargs) -> None:
             try:
                 call(*args, **kwargs)
-            except Exception as error:  # noqa: BLE001 - every failure is a finding
+            except Exception as error:
                 failures.append(f"{what}: {type(error).__name__}: {error}")
 
         def reset_and_append(number: int) -> None:
@@ -163,7 +164,7 @@ def test_racing_resets_deletes_and_creates_keep_every_acknowledged_blob(settings
         for session in [f"ra-{n}" for n in range(PAIRS)] + [f"dc-new-{n}" for n in range(PAIRS)]:
             try:
                 _, document = store.sessions.get_document(account, session)
-            except Exception as error:  # noqa: BLE001
+            except Exception as error:
                 unreadable.append(f"{session}: {type(error).__name__}")
                 continue
             for entry in document["data"]["conversationHistory"]:
@@ -173,3 +174,65 @@ def test_racing_resets_deletes_and_creates_keep_every_acknowledged_blob(settings
         assert unreadable == [], f"{len(unreadable)} acknowledged sessions unreadable, first: {unreadable[:5]}"
         assert store.sessions.list(account, limit=1000, offset=0) and not any(
             info.id.startswith("dc-old-") for info in store.sessions.list(account, limit=1000))
+
+
+def test_one_process_sweeps_at_a_time_on_postgresql(settings) -> None:
+    """Another process holding the sweep's advisory lock makes this sweep skip its round."""
+    import sqlalchemy as sa
+
+    from agentfolio.store.blob_refs import SWEEP_LOCK_KEY
+
+    with Store.open(settings) as store:
+        if store.engine.dialect.name != "postgresql":
+            assert store.sweep_blobs().skipped is False
+            return
+        other = sa.create_engine(settings.effective_database_url)
+        with other.connect() as connection:
+            assert connection.exec_driver_sql(f"SELECT pg_try_advisory_lock({SWEEP_LOCK_KEY})").scalar_one()
+            assert store.sweep_blobs().skipped is True
+            connection.exec_driver_sql(f"SELECT pg_advisory_unlock({SWEEP_LOCK_KEY})")
+        other.dispose()
+        assert store.sweep_blobs().skipped is False
+
+
+def test_blobs_stored_under_old_per_session_keys_are_read_and_moved(settings) -> None:
+    """Blobs written before content addressing (``<account>/<session>/<sha256>``) still read
+    back; the sweep moves the referenced ones to their content keys and drops the rest."""
+    from agentfolio.store.blobs import content_key, legacy_key
+
+    with Store.open(settings.with_(blob_threshold=1000)) as store:
+        account = store.accounts.ensure("alice")
+        document = big_state()
+        created = store.sessions.create(account, document, strict=False)
+        with store.engine.connect() as connection:
+            session_pk = connection.exec_driver_sql("SELECT pk FROM sessions").scalar_one()
+            digests = [row[0] for row in connection.exec_driver_sql("SELECT digest FROM entry_blobs")]
+        root = settings.data_dir / "blobs"
+        for digest in digests:  # as an older version left them
+            data = store.blobs.get(content_key(digest))
+            store.blobs.delete(content_key(digest))
+            store.blobs.put(legacy_key(account.pk, session_pk, digest), data)
+        left = b"left by a deleted session"
+        store.blobs.put(legacy_key(account.pk, session_pk + 1, hashlib.sha256(left).hexdigest()), left)
+        assert store.sessions.get_bytes(account, created.session.id)[1] == orjson.dumps(document)
+
+        swept = store.sweep_blobs()
+        assert swept.moved == len(digests) + 1
+        assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) == sorted(
+            content_key(digest) for digest in digests)
+        assert store.sessions.get_bytes(account, created.session.id)[1] == orjson.dumps(document)
+
+
+def test_bytes_a_rolled_back_write_left_are_swept_and_referenced_ones_kept(settings) -> None:
+    from agentfolio.store.blobs import content_key
+
+    with Store.open(settings.with_(blob_threshold=1000)) as store:
+        account = store.accounts.ensure("alice")
+        document = big_state()
+        created = store.sessions.create(account, document, strict=False)
+        stray = b"bytes whose transaction rolled back"
+        store.blobs.put(content_key(hashlib.sha256(stray).hexdigest()), stray)
+        assert store.sweep_blobs().deleted == 1
+        root = settings.data_dir / "blobs"
+        assert len([p for p in root.rglob("*") if p.is_file()]) == 2
+        assert store.sessions.get_bytes(account, created.session.id)[1] == orjson.dumps(document)
