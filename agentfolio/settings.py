@@ -21,6 +21,9 @@ Every setting has a default that needs no set-up:
     sessions forever.  Default 1209600 (14 days, the durable agents' own default).
 ``AGENTFOLIO_MAX_BODY_BYTES`` / ``AGENTFOLIO_MAX_JSON_DEPTH``
     Bounds on an HTTP request body: size (default 64 MiB) and JSON nesting (default 128).
+``AGENTFOLIO_COMPAT_TIMEOUT``
+    Seconds a MessageBody schema compatibility check may run before it is stopped and
+    answered "too complex" (default 10).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ DEFAULT_BLOB_THRESHOLD = 64 * 1024
 DEFAULT_SESSION_TTL = 14 * 24 * 3600
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_JSON_DEPTH = 128
+DEFAULT_COMPAT_TIMEOUT = 10
 # Searchable text kept per entry; the entry itself is always kept whole.
 DEFAULT_SEARCH_TEXT_LIMIT = 32 * 1024
 
@@ -64,6 +68,7 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
     search_text_limit: int = DEFAULT_SEARCH_TEXT_LIMIT
+    compat_timeout: int = DEFAULT_COMPAT_TIMEOUT
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
@@ -96,6 +101,7 @@ class Settings:
             max_body_bytes=number("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
             max_json_depth=number("MAX_JSON_DEPTH", DEFAULT_MAX_JSON_DEPTH),
             search_text_limit=number("SEARCH_TEXT_LIMIT", DEFAULT_SEARCH_TEXT_LIMIT),
+            compat_timeout=max(1, number("COMPAT_TIMEOUT", DEFAULT_COMPAT_TIMEOUT)),
         )
         return replace(settings, **overrides) if overrides else settings  # type: ignore[arg-type]
 

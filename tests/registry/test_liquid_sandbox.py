@@ -4,9 +4,6 @@ reads no data, and summarised as "too large" at read time if it depends on the d
 
 from __future__ import annotations
 
-import threading
-from typing import Callable, TypeVar
-
 import pytest
 
 pytest.importorskip("liquid")
@@ -21,29 +18,10 @@ from agentfolio.registry.liquid_sandbox import (  # noqa: E402
 from agentfolio.registry.templates import (  # noqa: E402
     TOO_LARGE_SUMMARY, TemplateRenderer, check_template, render_summary, render_template,
 )
+from tests.bombs import within_deadline  # noqa: E402
 
-T = TypeVar("T")
-#: Far above any bounded render (tens of milliseconds) and far below the bombs (15 s and more).
-DEADLINE_SECONDS = 10.0
-
-
-def within_deadline(work: Callable[[], T], seconds: float = DEADLINE_SECONDS) -> T:
-    """Run ``work`` on a daemon thread; fail the test if it has not finished by the deadline."""
-    box: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = work()
-        except BaseException as error:  # noqa: BLE001 - re-raised in the test's thread
-            box["error"] = error
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still running after {seconds} s"
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]  # type: ignore[return-value]
+#: A generous clock for the tests whose subject is a bound other than time.
+PATIENT_SECONDS = 10.0
 
 
 def test_the_reported_range_bomb_is_refused_when_the_schema_version_is_created():
@@ -90,7 +68,7 @@ def test_every_sequence_filter_is_bounded_on_long_data(chain):
 def test_string_growth_integers_work_and_steps_are_bounded(template, data, reason):
     assert check_template(template).ok
     # A generous clock, so that the bound under test (not a busy machine) is what stops the render.
-    patient = TemplateRenderer(time_budget=DEADLINE_SECONDS / 2)
+    patient = TemplateRenderer(time_budget=PATIENT_SECONDS)
     rendered = within_deadline(lambda: patient.render(template, data))
     assert rendered.over_budget and reason in rendered.error, rendered
 
