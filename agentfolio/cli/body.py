@@ -159,7 +159,7 @@ def ls(
 ) -> None:
     """List a body's parts (index, name, content type, size or URL), optionally only the
     named parts matching a glob."""
-    from .globs import name_glob
+    from agentfolio.body.globs import name_glob
 
     if pattern is not None:
         try:
