@@ -6,9 +6,10 @@ a child process instead:
 
 * the child is killed (SIGKILL) at the deadline, so a caller never waits longer than it
   asked and a request whose client left does not keep a core busy;
-* the kernel bounds it too: CPU seconds (``RLIMIT_CPU``), address space (``RLIMIT_AS``),
-  and on Linux it is killed when its parent dies (``PR_SET_PDEATHSIG``), so nothing
-  outlives a server that was stopped hard;
+* the kernel bounds it too: CPU seconds (``RLIMIT_CPU``) and address space
+  (``RLIMIT_AS``); and it ends itself when the process that asked for it is gone (a
+  watchdog thread, plus ``PR_SET_PDEATHSIG`` on Linux for its direct parent), so nothing
+  outlives a server that was stopped hard, even one whose fork server lingers;
 * :func:`cancel_all` kills every running child at once: a server calls it when asked to
   shut down, so no request holds the shutdown up (:func:`cancel_on_shutdown_signals`);
 * at most :data:`MAX_CONCURRENT_WORKERS` run at once; a caller waits for a slot within its
@@ -107,9 +108,30 @@ def _limit_self(cpu_seconds: int, memory_bytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _watch_owner(owner: int) -> None:
+    """In the child: end at once when the process that asked for this work is gone."""
+    def watch() -> None:
+        while _alive(owner):
+            time.sleep(_POLL_SECONDS * 4)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="owner-watchdog").start()
+
+
 def _child(send: Connection, function: Callable[..., Any], args: tuple[Any, ...], cpu_seconds: int,
-           memory_bytes: int) -> None:
+           memory_bytes: int, owner: int) -> None:
     _limit_self(cpu_seconds, memory_bytes)
+    _watch_owner(owner)
     try:
         outcome: tuple[str, Any] = ("ok", function(*args))
     except MemoryError:
@@ -160,8 +182,8 @@ def run_with_deadline(function: Callable[..., T], *args: Any, timeout: float, wh
     with _slot(deadline, what, timeout):
         context = _context()
         receive, send = context.Pipe(duplex=False)
-        process = context.Process(target=_child, args=(send, function, args, int(timeout) + 2, memory_bytes),
-                                  daemon=True, name=f"agentfolio-{what}")
+        process = context.Process(target=_child, daemon=True, name=f"agentfolio-{what}",
+                                  args=(send, function, args, int(timeout) + 2, memory_bytes, os.getpid()))
         with _lock:
             _running.add(process)
         try:

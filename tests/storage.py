@@ -119,6 +119,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
     env["AGENTFOLIO_MAX_BODY_BYTES"] = str(settings.max_body_bytes)
     env["AGENTFOLIO_MAX_JSON_DEPTH"] = str(settings.max_json_depth)
     env["AGENTFOLIO_BLOB_THRESHOLD"] = str(settings.blob_threshold)
+    env["AGENTFOLIO_COMPAT_TIMEOUT"] = str(settings.compat_timeout)
     if settings.blob_url:
         env["AGENTFOLIO_BLOB_URL"] = settings.blob_url
     if settings.s3_endpoint_url:

@@ -117,14 +117,20 @@ def test_cancel_all_stops_running_work_at_once(tmp_path: Path):
     assert run_with_deadline(add, 1, 1, timeout=30) == 2
 
 
-def test_the_child_dies_with_its_parent(tmp_path: Path):
-    """A server killed hard (SIGKILL: no clean-up runs) leaves no check burning a core."""
+@pytest.mark.parametrize("threaded", [False, True], ids=["forked", "from-the-fork-server"])
+def test_the_child_dies_with_its_parent(tmp_path: Path, threaded: bool):
+    """A server killed hard (SIGKILL: no clean-up runs) leaves no check burning a core,
+    whether its child was forked directly or by the fork server (which a threaded server uses)."""
     pid_file = tmp_path / "pid"
     parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import threading
         from agentfolio._deadline import run_with_deadline
         from tests.test_deadline import spin_forever
+        if {threaded!r}:
+            threading.Thread(target=threading.Event().wait, daemon=True).start()
         run_with_deadline(spin_forever, {str(pid_file)!r}, timeout=600)
     """)], cwd=ROOT)
+    child = None
     try:
         end = time.monotonic() + 60
         while not pid_file.exists() and time.monotonic() < end:
@@ -137,3 +143,5 @@ def test_the_child_dies_with_its_parent(tmp_path: Path):
     finally:
         if parent.poll() is None:
             parent.kill()
+        if child is not None and alive(child):
+            os.kill(child, signal.SIGKILL)
