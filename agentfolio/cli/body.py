@@ -11,18 +11,17 @@ bundled example: ``example:chat``, ``example:researcher``, ...
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import orjson
 import typer
 
-from agentfolio.body.body import MessageBody
-from agentfolio.body.errors import BodyError
-from agentfolio.body.examples import EXAMPLES, load_schema
-from agentfolio.body.schema import MessageBodySchema
-from agentfolio.errors import AgentfolioError
-from agentfolio.settings import DEFAULT_COMPAT_TIMEOUT
 from agentfolio.cli.output import clean, fail
+from agentfolio.settings import DEFAULT_COMPAT_TIMEOUT
+
+if TYPE_CHECKING:
+    from agentfolio.body.body import MessageBody
+    from agentfolio.body.schema import MessageBodySchema
 
 body_app = typer.Typer(
     name="body",
@@ -45,6 +44,8 @@ def _fail(message: str, code: int) -> None:
 
 
 def _read_json(path: Path, max_bytes: int) -> object:
+    from agentfolio.body.errors import BodyError
+
     try:
         size = path.stat().st_size
         if size > max_bytes:
@@ -60,6 +61,10 @@ def _read_json(path: Path, max_bytes: int) -> object:
 
 def _schema(arg: str, max_bytes: int) -> MessageBodySchema:
     """Schemas are parameters, so anything wrong with one is a usage error (2)."""
+    from agentfolio.body.errors import BodyError
+    from agentfolio.body.examples import load_schema
+    from agentfolio.body.schema import MessageBodySchema
+
     try:
         if arg.startswith("example:"):
             return load_schema(arg.removeprefix("example:"))
@@ -73,6 +78,9 @@ def _schema(arg: str, max_bytes: int) -> MessageBodySchema:
 
 def _body(path: Path, max_bytes: int) -> MessageBody:
     """A body is the data under test, so a malformed one is 'invalid' (1)."""
+    from agentfolio.body.body import MessageBody
+    from agentfolio.body.errors import BodyError
+
     try:
         return MessageBody.parse(_read_json(path, max_bytes))
     except BodyError as exc:
@@ -110,6 +118,7 @@ def compat(
     counter-example), 3 too complex to decide in time. Without arguments, print the matrix
     of the bundled example agents."""
     from agentfolio.body.compat import check_compatibility
+    from agentfolio.errors import AgentfolioError
 
     if output_schema is None and input_schema is None:
         _matrix()
@@ -120,8 +129,6 @@ def compat(
     inp = _schema(input_schema, max_bytes)  # type: ignore[arg-type]
     try:
         result = check_compatibility(out, inp, timeout=timeout)
-    except BodyError as exc:
-        _fail(str(exc), 3 if exc.code == "too_complex" else 2)
     except AgentfolioError as exc:
         _fail(str(exc), 3 if exc.code == "too_complex" else 2)
     typer.echo(str(result))
@@ -130,6 +137,8 @@ def compat(
 
 
 def _matrix() -> None:
+    from agentfolio.body.examples import EXAMPLES, load_schema
+
     from agentfolio.body.compat import is_compatible
 
     schemas = {name: load_schema(name) for name in EXAMPLES}
@@ -159,6 +168,8 @@ def ls(
 ) -> None:
     """List a body's parts (index, name, content type, size or URL), optionally only the
     named parts matching a glob."""
+    from agentfolio.body.errors import BodyError
+
     from agentfolio.body.globs import name_glob
 
     if pattern is not None:
