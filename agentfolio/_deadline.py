@@ -36,8 +36,8 @@ from typing import Any, TypeVar
 
 from agentfolio.errors import AgentfolioError
 
-__all__ = ["DeadlineExceeded", "ShuttingDown", "WorkerFailed", "cancel_all", "cancel_on_shutdown_signals",
-           "run_with_deadline"]
+__all__ = ["DeadlineExceededError", "ShuttingDownError", "WorkerFailedError", "cancel_all",
+           "cancel_on_shutdown_signals", "run_with_deadline", "warm_up"]
 
 T = TypeVar("T")
 
@@ -48,19 +48,19 @@ PRELOAD = ["agentfolio.body.compat"]
 _POLL_SECONDS = 0.05
 
 
-class DeadlineExceeded(AgentfolioError):
+class DeadlineExceededError(AgentfolioError):
     """The work did not finish in time (or ran out of its memory) and was stopped."""
 
     code = "too_complex"
 
 
-class ShuttingDown(AgentfolioError):
+class ShuttingDownError(AgentfolioError):
     """The work was stopped because the process is shutting down."""
 
     code = "service_unavailable"
 
 
-class WorkerFailed(AgentfolioError):
+class WorkerFailedError(AgentfolioError):
     """The child died without an answer (killed from outside, or crashed)."""
 
     code = "internal_error"
@@ -140,11 +140,11 @@ def _child(send: Connection, function: Callable[..., Any], args: tuple[Any, ...]
         outcome = ("memory", None)
     except AgentfolioError as error:
         outcome = ("error", error)
-    except Exception as error:  # noqa: BLE001 - sent back and re-raised in the parent
+    except Exception as error:
         outcome = ("crash", f"{type(error).__name__}: {error}")
     try:
         send.send(outcome)
-    except Exception as error:  # noqa: BLE001 - an answer that cannot be pickled
+    except Exception as error:
         send.send(("crash", f"cannot send the answer back: {type(error).__name__}: {error}"))
     finally:
         send.close()
@@ -154,9 +154,9 @@ def _child(send: Connection, function: Callable[..., Any], args: tuple[Any, ...]
 def _slot(deadline: float, what: str, timeout: float) -> Iterator[None]:
     while not _slots.acquire(timeout=_POLL_SECONDS):
         if _shutting_down.is_set():
-            raise ShuttingDown(f"{what} was not started: the server is shutting down")
+            raise ShuttingDownError(f"{what} was not started: the server is shutting down")
         if time.monotonic() >= deadline:
-            raise DeadlineExceeded(f"{what} did not start within {timeout:g} s: too many checks are running")
+            raise DeadlineExceededError(f"{what} did not start within {timeout:g} s: too many checks are running")
     try:
         yield
     finally:
@@ -171,14 +171,14 @@ def _stop(process: Any) -> None:
 
 def run_with_deadline(function: Callable[..., T], *args: Any, timeout: float, what: str = "the work",
                       memory_bytes: int = DEFAULT_MEMORY_BYTES) -> T:
-    """``function(*args)`` in a child process; its answer, or :class:`DeadlineExceeded`
+    """``function(*args)`` in a child process; its answer, or :class:`DeadlineExceededError`
     when it takes longer than ``timeout`` seconds or more than ``memory_bytes`` of memory,
-    :class:`ShuttingDown` when :func:`cancel_all` stops it. An :class:`AgentfolioError`
+    :class:`ShuttingDownError` when :func:`cancel_all` stops it. An :class:`AgentfolioError`
     the function raises is raised here as it was. ``function`` and ``args`` must pickle."""
     if _shutting_down.is_set():
-        raise ShuttingDown(f"{what} was not started: the server is shutting down")
+        raise ShuttingDownError(f"{what} was not started: the server is shutting down")
     deadline = time.monotonic() + timeout
-    too_long = DeadlineExceeded(f"{what} took longer than {timeout:g} s and was stopped")
+    too_long = DeadlineExceededError(f"{what} took longer than {timeout:g} s and was stopped")
     with _slot(deadline, what, timeout):
         context = _context()
         receive, send = context.Pipe(duplex=False)
@@ -191,19 +191,19 @@ def run_with_deadline(function: Callable[..., T], *args: Any, timeout: float, wh
             send.close()
             while not receive.poll(_POLL_SECONDS):
                 if _shutting_down.is_set():
-                    raise ShuttingDown(f"{what} was stopped: the server is shutting down")
+                    raise ShuttingDownError(f"{what} was stopped: the server is shutting down")
                 if time.monotonic() >= deadline:
                     raise too_long
                 if not process.is_alive() and not receive.poll(0):
-                    raise WorkerFailed(f"{what} ended without an answer (exit code {process.exitcode})")
+                    raise WorkerFailedError(f"{what} ended without an answer (exit code {process.exitcode})")
             try:
                 kind, value = receive.recv()
             except EOFError:
                 if _shutting_down.is_set():
-                    raise ShuttingDown(f"{what} was stopped: the server is shutting down") from None
+                    raise ShuttingDownError(f"{what} was stopped: the server is shutting down") from None
                 if process.exitcode in (-signal.SIGXCPU, -signal.SIGKILL):
                     raise too_long from None
-                raise WorkerFailed(f"{what} ended without an answer (exit code {process.exitcode})") from None
+                raise WorkerFailedError(f"{what} ended without an answer (exit code {process.exitcode})") from None
         finally:
             with _lock:
                 _running.discard(process)
@@ -212,10 +212,10 @@ def run_with_deadline(function: Callable[..., T], *args: Any, timeout: float, wh
     if kind == "ok":
         return value  # type: ignore[no-any-return]
     if kind == "memory":
-        raise DeadlineExceeded(f"{what} needed more than {memory_bytes / 2**20:,.0f} MiB and was stopped")
+        raise DeadlineExceededError(f"{what} needed more than {memory_bytes / 2**20:,.0f} MiB and was stopped")
     if kind == "error":
         raise value
-    raise WorkerFailed(f"{what} failed: {value}")
+    raise WorkerFailedError(f"{what} failed: {value}")
 
 
 def cancel_all() -> None:

@@ -4,7 +4,8 @@ and a helper that fails a test whose work is still running at a deadline."""
 from __future__ import annotations
 
 import threading
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -34,7 +35,7 @@ def within_deadline(work: Callable[[], T], seconds: float = DEADLINE_SECONDS) ->
     def run() -> None:
         try:
             box["value"] = work()
-        except BaseException as error:  # noqa: BLE001 - re-raised in the test's thread
+        except BaseException as error:
             box["error"] = error
 
     thread = threading.Thread(target=run, daemon=True)

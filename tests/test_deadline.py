@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from agentfolio import _deadline
-from agentfolio._deadline import DeadlineExceeded, ShuttingDown, run_with_deadline
-from agentfolio.body.errors import TooComplex
+from agentfolio._deadline import DeadlineExceededError, ShuttingDownError, run_with_deadline
+from agentfolio.body.errors import TooComplexError
 from tests.bombs import within_deadline
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +39,7 @@ def hoard_memory() -> int:
 
 
 def refuse() -> None:
-    raise TooComplex("no, too complex")
+    raise TooComplexError("no, too complex")
 
 
 def alive(pid: int) -> bool:
@@ -71,13 +71,13 @@ def test_the_answer_comes_back():
 
 
 def test_domain_errors_come_back_as_raised():
-    with pytest.raises(TooComplex, match="no, too complex"):
+    with pytest.raises(TooComplexError, match="no, too complex"):
         run_with_deadline(refuse, timeout=30)
 
 
 def test_work_past_its_deadline_is_stopped_and_its_process_is_gone(tmp_path: Path):
     pid_file = tmp_path / "pid"
-    with pytest.raises(DeadlineExceeded, match="took longer than 3 s and was stopped") as raised:
+    with pytest.raises(DeadlineExceededError, match="took longer than 3 s and was stopped") as raised:
         within_deadline(lambda: run_with_deadline(spin_forever, str(pid_file), timeout=3, what="spinning"))
     assert raised.value.code == "too_complex"
     assert pid_file.exists(), "the child never started"
@@ -85,7 +85,7 @@ def test_work_past_its_deadline_is_stopped_and_its_process_is_gone(tmp_path: Pat
 
 
 def test_work_past_its_memory_is_stopped():
-    with pytest.raises(DeadlineExceeded, match="needed more than 256 MiB"):
+    with pytest.raises(DeadlineExceededError, match="needed more than 256 MiB"):
         within_deadline(lambda: run_with_deadline(hoard_memory, timeout=60, memory_bytes=256 << 20))
 
 
@@ -96,7 +96,7 @@ def test_cancel_all_stops_running_work_at_once(tmp_path: Path):
     def run() -> None:
         try:
             run_with_deadline(spin_forever, str(pid_file), timeout=120)
-        except BaseException as error:  # noqa: BLE001
+        except BaseException as error:
             errors.append(error)
 
     worker = threading.Thread(target=run, daemon=True)
@@ -108,9 +108,9 @@ def test_cancel_all_stops_running_work_at_once(tmp_path: Path):
         _deadline.cancel_all()
         worker.join(10)
         assert not worker.is_alive(), "cancel_all did not end the waiting caller"
-        assert errors and isinstance(errors[0], ShuttingDown) and errors[0].code == "service_unavailable"
+        assert errors and isinstance(errors[0], ShuttingDownError) and errors[0].code == "service_unavailable"
         assert wait_gone(int(pid_file.read_text()))
-        with pytest.raises(ShuttingDown):
+        with pytest.raises(ShuttingDownError):
             run_with_deadline(add, 1, 1, timeout=5)
     finally:
         _deadline.reset_after_shutdown()

@@ -14,7 +14,7 @@ from functools import lru_cache
 import interegular
 from interegular.fsm import FSM, anything_else
 
-from .errors import TooComplex
+from .errors import TooComplexError
 
 #: Above this many atoms we give up with an error rather than run for minutes.
 MAX_ATOMS = 2048
@@ -28,7 +28,7 @@ _RANK = {c: i for i, c in enumerate(_PREFERRED)}
 
 def _bounded(f: FSM) -> FSM:
     if len(f.states) > MAX_STATES:
-        raise TooComplex(f"compatibility check too complex: an automaton of the schemas' globs has "
+        raise TooComplexError(f"compatibility check too complex: an automaton of the schemas' globs has "
                          f"{len(f.states):,} states (limit {MAX_STATES:,}); simplify the globs")
     return f
 
@@ -173,7 +173,7 @@ def atoms(universe: FSM, languages: Iterable[tuple[FSM, int]]) -> list[tuple[FSM
                 refined.append((outside, tags))
         result = refined
         if len(result) > MAX_ATOMS:
-            raise TooComplex(
+            raise TooComplexError(
                 f"compatibility check too complex: the schemas' globs split the space of names/content types into more than "
                 f"{MAX_ATOMS} regions; simplify them to check compatibility"
             )

@@ -35,7 +35,7 @@ from interegular.fsm import FSM
 
 from . import automata as fa
 from .body import MessageBody
-from .errors import TooComplex
+from .errors import TooComplexError
 from .names import CONTENT_TYPE_REGEX, NAME_REGEX
 from .parts import MessagePart
 from .schema import MessageBodySchema
@@ -196,7 +196,7 @@ class _Problem:
             nonlocal steps
             steps += 1
             if steps > MAX_SOLVER_STEPS:
-                raise TooComplex("compatibility check too complex: too many finite name sets to juggle")
+                raise TooComplexError("compatibility check too complex: too many finite name sets to juggle")
             if i == len(hard):
                 return True
             req = hard[i]
@@ -343,7 +343,7 @@ def check_compatibility(
 ) -> CompatResult:
     """:func:`is_compatible` under a deadline that really stops it: the check runs in a
     child process killed after ``timeout`` seconds (or when it needs more than its memory),
-    and then :class:`agentfolio._deadline.DeadlineExceeded` (code ``too_complex``) says so.
+    and then :class:`agentfolio._deadline.DeadlineExceededError` (code ``too_complex``) says so.
     The schemas are parsed here first, so a malformed or oversized one is refused at once."""
     from agentfolio._deadline import run_with_deadline
 

@@ -25,7 +25,7 @@ class PartError(BodyError):
         super().__init__(f"{where}: {message}")
 
 
-class TooComplex(BodyError):
+class TooComplexError(BodyError):
     """Schemas or globs whose checking would cost more than the limits allow."""
 
     code = "too_complex"

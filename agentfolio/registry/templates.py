@@ -35,14 +35,19 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from liquid.exceptions import LiquidError, ResourceLimitError
 
 from agentfolio.registry.liquid_sandbox import (
-    RENDER_TIME_BUDGET_SECONDS, BudgetedTemplate, RenderBudget, SandboxedEnvironment, bound_ranges,
+    RENDER_TIME_BUDGET_SECONDS,
+    BudgetedTemplate,
+    RenderBudget,
+    SandboxedEnvironment,
+    bound_ranges,
 )
 
 MAX_TEMPLATE_CHARS = 10_000

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone

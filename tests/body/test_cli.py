@@ -137,7 +137,7 @@ def test_the_glob_bombs_answer_at_once(tmp_path: Path) -> None:
     assert refused.exit_code == 2 and "too complex: it has 60" in refused.output
     assert within_deadline(lambda: run("ls", body, GLOBSTAR_CHAIN)).exit_code == 2
 
-    big_out, big_in = (write(tmp_path, f"{n}.json", s) for n, s in zip(("o", "i"), two_big_schemas()))
+    big_out, big_in = (write(tmp_path, f"{n}.json", s) for n, s in zip(("o", "i"), two_big_schemas(), strict=True))
     too_big = within_deadline(lambda: run("compat", big_out, big_in))
     assert too_big.exit_code == 2 and "too complex: it has 2,000 parts" in too_big.output
 

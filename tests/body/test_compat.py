@@ -130,12 +130,12 @@ def test_the_checked_answer_is_the_plain_answer():
 
 
 def test_a_check_that_would_run_for_minutes_is_stopped_as_too_complex():
-    from agentfolio._deadline import DeadlineExceeded
+    from agentfolio._deadline import DeadlineExceededError
     from agentfolio.body.compat import check_compatibility
     from tests.bombs import EXPLODING, within_deadline
 
     exploding = {"parts": [{"name": EXPLODING, "required": True}]}
-    with pytest.raises(DeadlineExceeded, match="compatibility check took longer than 2 s") as raised:
+    with pytest.raises(DeadlineExceededError, match="compatibility check took longer than 2 s") as raised:
         within_deadline(lambda: check_compatibility(exploding, {"parts": [{"name": "/x/**"}]}, timeout=2))
     assert raised.value.code == "too_complex"
 
@@ -152,12 +152,12 @@ def test_oversized_schemas_are_refused_before_any_work():
 
 def test_automata_over_their_state_limit_are_refused(monkeypatch):
     from agentfolio.body import automata
-    from agentfolio.body.errors import TooComplex
+    from agentfolio.body.errors import TooComplexError
 
     monkeypatch.setattr(automata, "MAX_STATES", 10)
     automata.fsm.cache_clear()
     try:
-        with pytest.raises(TooComplex, match="states \\(limit 10\\)"):
+        with pytest.raises(TooComplexError, match="states \\(limit 10\\)"):
             is_compatible({"parts": [{"name": "/abcdefghijklmnop/*"}]}, {"parts": [{"name": "/**"}]})
     finally:
         automata.fsm.cache_clear()

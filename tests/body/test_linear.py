@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentfolio.body import BodyError, GlobError, MessageBody, MessageBodySchema, name_glob
 from agentfolio.body.globs import MAX_GLOB_WILDCARDS

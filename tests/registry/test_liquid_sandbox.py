@@ -8,17 +8,26 @@ import pytest
 
 pytest.importorskip("liquid")
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
-from liquid import Environment  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from liquid import Environment
 
-from agentfolio.registry.liquid_sandbox import (  # noqa: E402
-    MAX_INTEGER_BITS, MAX_RENDER_STEPS, MAX_RENDER_WORK, MAX_SEQUENCE_ITEMS, MAX_STRING_CHARS,
+from agentfolio.registry.liquid_sandbox import (
+    MAX_INTEGER_BITS,
+    MAX_RENDER_STEPS,
+    MAX_RENDER_WORK,
+    MAX_SEQUENCE_ITEMS,
+    MAX_STRING_CHARS,
     MAX_UNHASHABLE_UNIQ_ITEMS,
 )
-from agentfolio.registry.templates import (  # noqa: E402
-    TOO_LARGE_SUMMARY, TemplateRenderer, check_template, render_summary, render_template,
+from agentfolio.registry.templates import (
+    TOO_LARGE_SUMMARY,
+    TemplateRenderer,
+    check_template,
+    render_summary,
+    render_template,
 )
-from tests.bombs import within_deadline  # noqa: E402
+from tests.bombs import within_deadline
 
 #: A generous clock for the tests whose subject is a bound other than time.
 PATIENT_SECONDS = 10.0
@@ -78,7 +87,7 @@ def test_data_independent_bombs_are_refused_at_create_time():
                      '{% for i in (1..999) %}{{ (1..5000) | sort | size }}{% endfor %}',
                      '{% assign n = 99999999999999999999 %}{% for i in (1..5) %}{% assign n = n | times: n %}'
                      '{% endfor %}{{ n }}'):
-        check = within_deadline(lambda: check_template(template))
+        check = within_deadline(lambda template=template: check_template(template))
         assert check.status == "error" and "too large to render" in check.message, check
 
 
@@ -101,12 +110,12 @@ FILTERS = ["sort", "reverse", "uniq", "sum", "first", "last", "size", "compact",
                               st.fixed_dictionaries({"a": st.integers(0, 2)})), max_size=8))
 def test_bounded_filters_agree_with_python_liquid_on_small_inputs(start, stop, chain, seq):
     """The budget only refuses; it never changes an answer (our linear ``uniq`` included)."""
-    template = "{{ (%d..%d) | %s }}|{{ seq | %s }}" % (start, stop, " | ".join(chain) or "size",
-                                                     " | ".join(chain) or "size")
+    filters = " | ".join(chain) or "size"
+    template = f"{{{{ ({start}..{stop}) | {filters} }}}}|{{{{ seq | {filters} }}}}"
     data = {"seq": seq, "y": "Y"}
     try:
         expected = Environment().from_string(template).render(**data).strip()
-    except Exception:  # noqa: BLE001 - python-liquid refuses this chain; ours must refuse it too
+    except Exception:
         expected = None
     rendered = render_template(template, data)
     assert not rendered.over_budget
