@@ -120,3 +120,15 @@ def test_bounded_filters_agree_with_python_liquid_on_small_inputs(start, stop, c
     rendered = render_template(template, data)
     assert not rendered.over_budget
     assert rendered.text == expected, (template, rendered)
+
+
+def test_the_summaries_of_one_read_share_one_budget():
+    from agentfolio.registry.templates import summaries_budget
+
+    patient = TemplateRenderer(time_budget=PATIENT_SECONDS)
+    with summaries_budget(60):
+        assert patient.render("{{ x }}", {"x": 1}).text == "1"
+    with summaries_budget(0):  # a read whose budget earlier summaries have spent
+        rest = [patient.render("{{ x | upcase }}", {"x": i}) for i in range(100)]
+    assert all(r.over_budget and "this read's summaries went over" in r.error for r in rest)
+    assert patient.render("{{ x }}", {"x": 1}).text == "1"  # outside the read, nothing is spent
