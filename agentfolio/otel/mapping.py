@@ -2,8 +2,9 @@
 instance), its span type, its status, and the payload stored for it.
 
 * **Agent**: ``gen_ai.agent.name`` (else ``gen_ai.agent.id``) on the span, else on its
-  nearest ancestor in the same request, else whatever the store already filed the
-  trace under, else the resource's ``service.name``.  Agent Framework gives every agent
+  nearest ancestor in the same request, else its stored parent's, else the resource's
+  ``service.name`` (a span filed under its service moves to the agent's trace when the
+  span naming the agent arrives).  Agent Framework gives every agent
   object a fresh random id, so the name is the identifier that survives restarts.
 * **Span type** (``schema_name``): the operation and its target, as the GenAI span-name
   convention spells them (``chat gpt-4o``, ``execute_tool get_weather``,

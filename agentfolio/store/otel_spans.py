@@ -172,8 +172,7 @@ class _Write:
 
     def _agents_of(self, fresh: dict[str, MappedSpan]) -> dict[str, str]:
         """Each span's agent identifier: its own (or an ancestor's in this request), else
-        its stored parent's, else one another span of its trace names in this request,
-        else the agent its trace is already filed under, else its service."""
+        its stored parent's, else its service (until its parent arrives: :meth:`_rehome`)."""
         parent_ids = {row_id: self._id(m.trace_id, m.span.parent_span_id)
                       for row_id, m in fresh.items() if m.agent_hint is None and m.span.parent_span_id}
         stored_parent: dict[str, str] = {}
@@ -183,23 +182,6 @@ class _Write:
                 sa.select(t_spans.c.id, t_agents.c.external_identifier)
                 .select_from(t_spans.join(t_agents, t_spans.c.agent_id == t_agents.c.id))
                 .where(t_spans.c.account_pk == self.pk, t_spans.c.id.in_(outside[start:start + _CHUNK]))).all())
-        unnamed_traces = sorted({m.trace_id for m in fresh.values() if m.agent_hint is None})
-        filed: dict[str, str] = {}
-        services = {m.service_name for m in fresh.values()}
-        for start in range(0, len(unnamed_traces), _CHUNK):
-            query = (sa.select(t_instances.c.external_identifier, t_agents.c.external_identifier)
-                     .select_from(t_instances.join(t_agents, t_instances.c.agent_id == t_agents.c.id))
-                     .where(t_instances.c.account_pk == self.pk,
-                            t_instances.c.external_identifier.in_(unnamed_traces[start:start + _CHUNK]))
-                     .order_by(t_instances.c.id))
-            for trace_id, agent in self.conn.execute(query):
-                # A trace filed under a named agent wins over one filed under its service.
-                if agent is not None and (trace_id not in filed or filed[trace_id] in services):
-                    filed[trace_id] = agent
-        named_in_request: dict[str, str] = {}
-        for mapped in fresh.values():
-            if mapped.agent_hint is not None:
-                named_in_request.setdefault(mapped.trace_id, mapped.agent_hint)
         resolved: dict[str, str] = {}
 
         def resolve(row_id: str) -> str:
@@ -219,9 +201,7 @@ class _Write:
             elif current is not None and current in stored_parent:
                 found = stored_parent[current]
             else:
-                mapped = fresh[chain[-1]] if chain else fresh[row_id]
-                found = (named_in_request.get(mapped.trace_id) or filed.get(mapped.trace_id)
-                         or mapped.service_name)
+                found = fresh[chain[-1] if chain else row_id].service_name
             for item in chain:
                 resolved[item] = found
             return resolved.get(row_id, found)
