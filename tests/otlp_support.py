@@ -85,3 +85,19 @@ def messages_of(document: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """(role, content kinds) of every message of a durable state, in order."""
     return [(message.get("role"), [content.get("$type") for content in message.get("contents") or []])
             for entry in document["data"]["conversationHistory"] for message in entry.get("messages") or []]
+
+
+def wait_for_session(url: str, token: str, session_id: str, count: int, timeout: float = 30) -> dict[str, Any]:
+    """The stored session once it holds ``count`` messages (conversations are rebuilt in
+    the background after the spans are stored)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        response = httpx.get(f"{url}/api/v1/sessions/{session_id}", headers={"Authorization": f"Bearer {token}"},
+                             timeout=30)
+        if response.status_code == 200 and len(messages_of(response.json())) >= count:
+            return response.json()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"session {session_id} not ready: {response.status_code} {response.text[:300]}")
+        time.sleep(0.1)

@@ -18,6 +18,7 @@ instance), its span type, its status, and the payload stored for it.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "comp
 #: OpenInference span kinds (``openinference.span.kind``).
 OPENINFERENCE_KINDS = frozenset({"LLM", "EMBEDDING", "CHAIN", "RETRIEVER", "RERANKER", "TOOL", "AGENT",
                                  "GUARDRAIL", "EVALUATOR", "PROMPT"})
+_CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ids.ALPHABET)
 _SESSION_SAFE = re.compile(r"[A-Za-z0-9@][A-Za-z0-9._:@-]{0,199}")
 
 
@@ -163,7 +165,10 @@ def registry_span_id(partition: int, account_key: int, trace_id: str, span_id: s
     digest = hashlib.sha256(f"{account_key}:{trace_id}:{span_id}".encode()).digest()
     number = int.from_bytes(digest[:16], "big")
     timestamp = (number >> ids.RANDOM_BITS) % (1 << 43)  # derived, not a clock: below year 2248
-    return ids.encode(timestamp, partition, number & ids.MAX_RANDOM)
+    value = (timestamp << (ids.PARTITION_BITS + ids.RANDOM_BITS)) | (partition << ids.RANDOM_BITS) \
+        | (number & ids.MAX_RANDOM)
+    # ids.encode's layout (160 bits, 32 base32 digits), through the C base32 encoder.
+    return base64.b32encode(value.to_bytes(20, "big")).decode().translate(_CROCKFORD)
 
 
 def _clip(text: str) -> str:

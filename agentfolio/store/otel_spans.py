@@ -104,9 +104,14 @@ class _Write:
         self.info = info
         self.pk = info.account_pk
         self.stamp = now_us()
+        self._ids: dict[tuple[str, str], str] = {}
 
     def _id(self, trace_id: str, span_id: str) -> str:
-        return registry_span_id(self.info.partition, self.pk, trace_id, span_id)
+        key = (trace_id, span_id)
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = registry_span_id(self.info.partition, self.pk, trace_id, span_id)
+        return found
 
     def run(self, spans: list[MappedSpan]) -> WrittenSpans:
         result = WrittenSpans()
@@ -285,6 +290,8 @@ class _Write:
                     existing[(agent_id, row.external_identifier)] = row
         out: dict[tuple[str, str], str] = {}
         version_rows: dict[str, str] = {}
+        deployments: dict[str, str] = {}
+        new_rows: list[dict[str, Any]] = []
         for key, members in traces.items():
             agent_id, trace_id = key
             version_id = versions[agent_id].id
@@ -309,15 +316,19 @@ class _Write:
                 continue
             if agent_id not in version_rows:
                 version_rows[agent_id] = self._agent_version(agent_id)
+                deployments[agent_id] = _ensure_deployment(self.conn, self.info, agent_id,
+                                                           self.info.default_environment_id)
             instance_id = ids.new_id(self.info.partition)
-            deployment_id = _ensure_deployment(self.conn, self.info, agent_id, self.info.default_environment_id)
-            self.conn.execute(sa.insert(t_instances).values(
-                id=instance_id, account_pk=self.pk, agent_id=agent_id, agent_version_id=version_rows[agent_id],
-                schema_version_id=version_id, environment_id=self.info.default_environment_id,
-                deployment_id=deployment_id, status=status, external_identifier=trace_id, purpose="live",
-                session_id=members[0].session_id, started_at=started, finished_at=finished,
-                inserted_at=self.stamp, updated_at=self.stamp))
+            new_rows.append({
+                "id": instance_id, "account_pk": self.pk, "agent_id": agent_id,
+                "agent_version_id": version_rows[agent_id], "schema_version_id": version_id,
+                "environment_id": self.info.default_environment_id, "deployment_id": deployments[agent_id],
+                "status": status, "external_identifier": trace_id, "purpose": "live",
+                "session_id": members[0].session_id, "termination_reason": None, "quality_payloads": None,
+                "started_at": started, "finished_at": finished, "inserted_at": self.stamp, "updated_at": self.stamp})
             out[key] = instance_id
+        if new_rows:
+            _insert_many(self.conn, t_instances, new_rows)
         return out
 
     def _agent_version(self, agent_id: str) -> str:

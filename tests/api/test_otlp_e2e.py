@@ -28,7 +28,7 @@ from agentfolio.formats import convert, durable_state
 from agentfolio.formats.envelope import FORMAT as ENVELOPE
 from agentfolio.settings import Settings
 from agentfolio.store import Store
-from tests.otlp_support import Relay, get, messages_of, provider, spans_of
+from tests.otlp_support import Relay, get, messages_of, provider, spans_of, wait_for_session
 from tests.storage import LiveServer
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -50,8 +50,8 @@ _GLOBAL.add_span_processor(SimpleSpanProcessor(_RELAY))  # one request per span,
 trace.set_tracer_provider(_GLOBAL)
 
 
-def _session(url: str, token: str, session_id: str) -> dict[str, Any]:
-    return get(url, token, f"/api/v1/sessions/{session_id}")
+def _session(url: str, token: str, session_id: str, count: int) -> dict[str, Any]:
+    return wait_for_session(url, token, session_id, count)
 
 
 def _check_session_document(document: dict[str, Any]) -> None:
@@ -112,7 +112,7 @@ def test_sdk_exporter_spans_become_one_trace_and_one_conversation(served: tuple[
     agent = get(url, token, f"/api/v1/agent/{instance['agent_id']}")["details"]
     assert agent["name"] == "Joker"
 
-    document = _session(url, token, f"otel:trace:{trace_id}")
+    document = _session(url, token, f"otel:trace:{trace_id}", 5)
     assert messages_of(document) == [("system", ["text"]), ("user", ["text"]), ("assistant", ["functionCall"]),
                                      ("tool", ["functionResult"]), ("assistant", ["reasoning", "text"])]
     usage = [entry["usage"] for entry in document["data"]["conversationHistory"] if "usage" in entry]
@@ -182,7 +182,7 @@ def test_agent_framework_run_lands_as_one_trace_and_session(served: tuple[str, s
     version = get(url, token, f"/api/v1/agent_schema_version/{instance['agent_schema_version_id']}")["details"]
     assert set(version["span_type_schemas"]) >= {"chat fake-model", "execute_tool get_weather"}
 
-    document = _session(url, token, spans[0]["session_id"])
+    document = _session(url, token, spans[0]["session_id"], 5)
     assert messages_of(document) == [("system", ["text", "text"]), ("user", ["text"]),
                                      ("assistant", ["functionCall"]), ("tool", ["functionResult"]),
                                      ("assistant", ["text"])]
@@ -216,7 +216,7 @@ def test_openinference_langchain_conversation(served: tuple[str, str]) -> None:
     instance, spans = _one_trace(url, token)
     assert len(spans) == 3
     assert sorted(span["schema_name"] for span in spans).count("llm") == 2
-    document = _session(url, token, spans[0]["session_id"])
+    document = _session(url, token, spans[0]["session_id"], 5)
     texts = [(m["role"], m["contents"][0]["text"]) for e in document["data"]["conversationHistory"]
              for m in e["messages"]]
     assert texts == [("system", "Answer briefly."), ("user", "Capital of France?"), ("assistant", "Paris."),
@@ -273,7 +273,7 @@ def test_openai_instrumentation_against_a_fake_endpoint(served: tuple[str, str],
 
     instance, spans = _one_trace(url, token)
     assert sorted(span["schema_name"] for span in spans) == ["chat gpt-4o-mini", "chat gpt-4o-mini", "session"]
-    document = _session(url, token, spans[0]["session_id"])
+    document = _session(url, token, spans[0]["session_id"], 5)
     texts = [(m["role"], m["contents"][0]["text"]) for e in document["data"]["conversationHistory"]
              for m in e["messages"]]
     assert texts == [("system", "Be short."), ("user", "question 1"), ("assistant", "answer 1"),
