@@ -124,7 +124,7 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
     with tempfile.TemporaryDirectory() as folder:
         settings = Settings(data_dir=Path(folder), database_url=database_url or f"sqlite:///{folder}/bench.sqlite3")
         with Store.open(settings) as store:
-            token, account = store.accounts.create_token("bench")
+            token, _account = store.accounts.create_token("bench")
         server = Server(settings)
         try:
             headers = {"Authorization": f"Bearer {token}"}

@@ -55,7 +55,7 @@ _DOC = {
 }
 
 
-def ingest_of(request: Request) -> "OtlpIngest":
+def ingest_of(request: Request) -> OtlpIngest:
     """The app's one ingest queue (created on first use, shared by every request)."""
     from agentfolio.app.otlp import OtlpIngest
 
@@ -68,7 +68,7 @@ def ingest_of(request: Request) -> "OtlpIngest":
     return ingest
 
 
-def _status(encoding: "Encoding", http: int, code: int, message: str,
+def _status(encoding: Encoding, http: int, code: int, message: str,
             headers: dict[str, str] | None = None) -> Response:
     from agentfolio.otel.decode import encode_status
 
@@ -82,15 +82,15 @@ async def export_traces(request: Request) -> Response:
     from agentfolio.app.otlp import RETRY_AFTER_SECONDS
     from agentfolio.otel.decode import (
         OtlpError,
-        OtlpTooLarge,
-        OtlpUnsupportedMedia,
+        OtlpTooLargeError,
+        OtlpUnsupportedMediaError,
         encode_response,
         media_encoding,
     )
 
     try:
         encoding = media_encoding(request.headers.get("content-type"))
-    except OtlpUnsupportedMedia as error:
+    except OtlpUnsupportedMediaError as error:
         return _status("json", 415, _INVALID_ARGUMENT, error.message)
     account = _account(request)
     if account is None:
@@ -105,9 +105,9 @@ async def export_traces(request: Request) -> Response:
         body = await request.body()
         result = await run_in_threadpool(ingest.export, account, body, encoding=encoding,
                                          content_encoding=request.headers.get("content-encoding"))
-    except OtlpTooLarge as error:
+    except OtlpTooLargeError as error:
         return _status(encoding, 413, _INVALID_ARGUMENT, error.message)
-    except OtlpUnsupportedMedia as error:
+    except OtlpUnsupportedMediaError as error:
         return _status(encoding, 415, _INVALID_ARGUMENT, error.message)
     except OtlpError as error:
         return _status(encoding, 400, _INVALID_ARGUMENT, error.message)

@@ -20,14 +20,14 @@ once per round rather than once per request.  The marks are bounded
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from dataclasses import dataclass, field
 
-from agentfolio.errors import AgentfolioError
 from agentfolio.otel.conversation import build_session
 from agentfolio.otel.decode import Encoding, decode_request, decompress
-from agentfolio.otel.mapping import map_spans
+from agentfolio.otel.mapping import MappedSpan, map_spans
 from agentfolio.settings import DEFAULT_OTLP_MAX_BYTES, DEFAULT_OTLP_QUEUE
 from agentfolio.store import Account, Store
 from agentfolio.store.errors import AlreadyExists, NotFound
@@ -39,10 +39,6 @@ log = logging.getLogger("agentfolio.otlp")
 RETRY_AFTER_SECONDS = 1
 #: Sessions waiting to be rebuilt before ingest waits for the worker.
 MAX_PENDING_SESSIONS = 10_000
-
-
-class IngestBusy(AgentfolioError):
-    code = "busy"
 
 
 @dataclass(slots=True)
@@ -107,7 +103,7 @@ class OtlpIngest:
             message += f"; and {len(decoded.rejected) - 5} more"
         return IngestResult(written.inserted, written.duplicates, len(decoded.rejected), message, sessions)
 
-    def _store_spans(self, account: Account, mapped: list) -> WrittenSpans:
+    def _store_spans(self, account: Account, mapped: list[MappedSpan]) -> WrittenSpans:
         """The one call into the registry store (kept here so it can be re-pointed)."""
         return self.spans.write(account, mapped)
 
@@ -168,10 +164,8 @@ class OtlpIngest:
             return
         except AlreadyExists:
             pass
-        try:
+        with contextlib.suppress(NotFound):
             sessions.delete(account, session_id)
-        except NotFound:
-            pass
         try:
             sessions.create(account, built.document, session_id=session_id, agent=agent_label, strict=False)
         except AlreadyExists:  # another writer rebuilt it meanwhile; its copy is as complete

@@ -21,8 +21,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from agentfolio.otel.decode import OtelSpan
 from agentfolio.registry import ids

@@ -22,8 +22,9 @@ reported in :attr:`SpanMessages.problems`, never dropped silently: the span keep
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import orjson
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 import sqlalchemy as sa
@@ -43,10 +44,20 @@ from agentfolio.store.registry.rows import _ensure_deployment
 from agentfolio.store.registry.values import AccountInfo, now_us
 from agentfolio.store.registry_tables import (
     registry_agent_versions as t_versions,
+)
+from agentfolio.store.registry_tables import (
     registry_agents as t_agents,
+)
+from agentfolio.store.registry_tables import (
     registry_deployments as t_deployments,
+)
+from agentfolio.store.registry_tables import (
     registry_instances as t_instances,
+)
+from agentfolio.store.registry_tables import (
     registry_schema_versions as t_schema_versions,
+)
+from agentfolio.store.registry_tables import (
     registry_spans as t_spans,
 )
 

@@ -144,7 +144,7 @@ def test_chat_spans_repeating_history_give_each_message_once(data: Any, conventi
     inputs, outputs, flat = data
     history: list[Msg] = []
     payloads = []
-    for index, (added, answered) in enumerate(zip(inputs, outputs)):
+    for index, (added, answered) in enumerate(zip(inputs, outputs, strict=False)):
         history += added
         payloads.append(payload(index, attributes_for(conventions[index % 8], system, list(history), answered)))
         history += answered

@@ -51,7 +51,7 @@ def trees(draw: Any) -> tuple[list[int | None], list[list[int]]]:
     parents: list[int | None] = [None] + [draw(st.integers(0, i - 1)) for i in range(1, size)]
     order = draw(st.permutations(range(size)))
     cuts = sorted(draw(st.sets(st.integers(1, size - 1), max_size=size - 1)))
-    requests = [list(order[a:b]) for a, b in zip([0, *cuts], [*cuts, size])]
+    requests = [list(order[a:b]) for a, b in zip([0, *cuts], [*cuts, size], strict=False)]
     return parents, requests
 
 
