@@ -99,11 +99,12 @@ def build_conversation(payloads: Iterable[Mapping[str, Any]]) -> tuple[Session, 
             keys.append(key)
         when = _iso(payload.get("end_time_unix_nano") or payload.get("start_time_unix_nano"))
         if request:
-            entries.append(RequestEntry(messages=tuple(request),
-                                        **({"created_at": _iso(payload.get("start_time_unix_nano"))}
-                                           if payload.get("start_time_unix_nano") else {})))
+            opened: dict[str, Any] = {}
+            if payload.get("start_time_unix_nano"):
+                opened["created_at"] = _iso(payload.get("start_time_unix_nano"))
+            entries.append(RequestEntry(messages=tuple(request), **opened))
         if found.output or found.usage is not None:
-            extra = {"created_at": when} if when else {}
+            extra: dict[str, Any] = {"created_at": when} if when else {}
             if found.usage is not None:
                 extra["usage"] = found.usage
             entries.append(ResponseEntry(messages=tuple(found.output), **extra))

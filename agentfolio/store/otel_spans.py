@@ -201,7 +201,7 @@ class _Write:
         resolved: dict[str, str] = {}
 
         def resolve(row_id: str) -> str:
-            chain = []
+            chain: list[str] = []
             current: str | None = row_id
             while current is not None and current not in resolved and current in fresh and len(chain) < 10_000:
                 mapped = fresh[current]
@@ -293,12 +293,12 @@ class _Write:
         existing: dict[tuple[str, str], Any] = {}
         for agent_id, trace_ids in by_agent.items():
             for start in range(0, len(trace_ids), _CHUNK):
-                for row in self.conn.execute(sa.select(
+                for found in self.conn.execute(sa.select(
                         t_instances.c.id, t_instances.c.external_identifier, t_instances.c.schema_version_id,
                         t_instances.c.started_at, t_instances.c.finished_at, t_instances.c.status).where(
                         t_instances.c.agent_id == agent_id,
                         t_instances.c.external_identifier.in_(trace_ids[start:start + _CHUNK]))):
-                    existing[(agent_id, row.external_identifier)] = row
+                    existing[(agent_id, found.external_identifier)] = found
         out: dict[tuple[str, str], str] = {}
         version_rows: dict[str, str] = {}
         deployments: dict[str, str] = {}
@@ -346,7 +346,7 @@ class _Write:
         fingerprint = hashlib.sha256(orjson.dumps(_OTEL_VERSION, option=orjson.OPT_SORT_KEYS)).hexdigest()
         found = self.conn.execute(sa.select(t_versions.c.id).where(
             t_versions.c.agent_id == agent_id, t_versions.c.fingerprint == fingerprint)).scalar()
-        if found:
+        if isinstance(found, str):
             return found
         version_id = ids.new_id(self.info.partition)
         self.conn.execute(sa.insert(t_versions).values(
