@@ -24,6 +24,7 @@ import contextlib
 import logging
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentfolio.otel.conversation import build_session
 from agentfolio.otel.decode import Encoding, decode_request, decompress
@@ -130,8 +131,7 @@ class OtlpIngest:
             try:
                 for (_, session_id), account in batch.items():
                     try:
-                        with self._writer:
-                            self._rebuild_session(account, session_id)
+                        self._rebuild_session(account, session_id)
                     except Exception:  # one conversation must not stop the others; the next span retries it
                         log.exception("rebuilding session %s failed", session_id)
             finally:
@@ -157,19 +157,24 @@ class OtlpIngest:
         built = build_session(payloads)
         if built is None:
             return
+        with self._writer:  # reading and building above need no lock; writing takes the writer's turn
+            self._write_session(account, session_id, built.document, _agent_label(agent or built.agent))
+
+    def _write_session(self, account: Account, session_id: str, document: dict[str, Any],
+                       agent_label: str | None) -> None:
         sessions = self.store.sessions
-        agent_label = _agent_label(agent or built.agent)
         try:  # a new conversation (the common case) is one insert
-            sessions.create(account, built.document, session_id=session_id, agent=agent_label, strict=False)
+            sessions.create(account, document, session_id=session_id, agent=agent_label, strict=False)
             return
         except AlreadyExists:
             pass
         with contextlib.suppress(NotFound):
             sessions.delete(account, session_id)
         try:
-            sessions.create(account, built.document, session_id=session_id, agent=agent_label, strict=False)
+            sessions.create(account, document, session_id=session_id, agent=agent_label, strict=False)
         except AlreadyExists:  # another writer rebuilt it meanwhile; its copy is as complete
             log.info("session %s was rebuilt concurrently", session_id)
+
 
 def _agent_label(name: str | None) -> str | None:
     if not name:
