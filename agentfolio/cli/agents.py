@@ -65,6 +65,8 @@ def list_command(
         if as_json:
             sys.stdout.write(orjson.dumps(outcome.body, option=orjson.OPT_INDENT_2).decode() + "\n")
             return
+        from rich.table import Table
+
         table = Table(box=None, highlight=False)
         table.add_column("id", no_wrap=True, min_width=32)  # whole ids, even when piped
         for column in ("name", "external id", "status", "instances"):
@@ -119,6 +121,8 @@ def _print_report(report: dict[str, Any]) -> None:
         if version["current"]:
             label += " [current]"
         _print_rollup(label, version["rollup"])
+        from rich.table import Table
+
         table = Table("span type", "score", "level", "terms", box=None, highlight=False)
         for score in version["span_types"]:
             terms = ", ".join(f"{t['category']}×{t['action']}={t['points']}" for t in score["terms"]) or "-"

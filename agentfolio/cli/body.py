@@ -9,16 +9,16 @@ bundled example: ``example:chat``, ``example:researcher``, ...
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import orjson
 import typer
 
-from agentfolio.body.body import MessageBody
-from agentfolio.body.errors import BodyError
-from agentfolio.body.examples import EXAMPLES, load_schema
-from agentfolio.body.schema import MessageBodySchema
 from agentfolio.cli.output import clean, fail
+
+if TYPE_CHECKING:
+    from agentfolio.body.body import MessageBody
+    from agentfolio.body.schema import MessageBodySchema
 
 body_app = typer.Typer(
     name="body",
@@ -41,6 +41,8 @@ def _fail(message: str, code: int) -> None:
 
 
 def _read_json(path: Path, max_bytes: int) -> object:
+    from agentfolio.body.errors import BodyError
+
     try:
         size = path.stat().st_size
         if size > max_bytes:
@@ -56,6 +58,10 @@ def _read_json(path: Path, max_bytes: int) -> object:
 
 def _schema(arg: str, max_bytes: int) -> MessageBodySchema:
     """Schemas are parameters, so anything wrong with one is a usage error (2)."""
+    from agentfolio.body.errors import BodyError
+    from agentfolio.body.examples import load_schema
+    from agentfolio.body.schema import MessageBodySchema
+
     try:
         if arg.startswith("example:"):
             return load_schema(arg.removeprefix("example:"))
@@ -69,6 +75,9 @@ def _schema(arg: str, max_bytes: int) -> MessageBodySchema:
 
 def _body(path: Path, max_bytes: int) -> MessageBody:
     """A body is the data under test, so a malformed one is 'invalid' (1)."""
+    from agentfolio.body.body import MessageBody
+    from agentfolio.body.errors import BodyError
+
     try:
         return MessageBody.parse(_read_json(path, max_bytes))
     except BodyError as exc:
@@ -102,7 +111,9 @@ def compat(
 ) -> None:
     """Is every body valid under OUTPUT also valid under INPUT? Exit 0 yes, 1 no (with a
     counter-example). Without arguments, print the matrix of the bundled example agents."""
-    from .compat import is_compatible
+    from agentfolio.body.errors import BodyError
+
+    from agentfolio.body.compat import is_compatible
 
     if output_schema is None and input_schema is None:
         _matrix()
@@ -121,7 +132,9 @@ def compat(
 
 
 def _matrix() -> None:
-    from .compat import is_compatible
+    from agentfolio.body.examples import EXAMPLES, load_schema
+
+    from agentfolio.body.compat import is_compatible
 
     schemas = {name: load_schema(name) for name in EXAMPLES}
     width = max(len(n) for n in EXAMPLES)
@@ -150,7 +163,9 @@ def ls(
 ) -> None:
     """List a body's parts (index, name, content type, size or URL), optionally only the
     named parts matching a glob."""
-    from .globs import name_glob
+    from agentfolio.body.errors import BodyError
+
+    from agentfolio.body.globs import name_glob
 
     if pattern is not None:
         try:

@@ -28,7 +28,7 @@ from importlib import resources
 from typing import Any, Callable, Iterator
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -40,6 +40,7 @@ from agentfolio.web import html
 from agentfolio.web import agents as agent_views
 from agentfolio.web import registry_data
 from agentfolio.app.documents import schema_version_of
+from agentfolio.web.csrf import refuse_cross_site
 from agentfolio.web.documents import Opened, OpenedFiles, open_bytes
 from agentfolio.web.traces import trace_from_document
 
@@ -222,7 +223,7 @@ class WebViewer:
         if self.folio is None or not ref:
             return None
         try:
-            return self.foliod_source(who, ref)
+            return self.stored_source(who, ref)
         except AgentfolioError:
             return None
 
@@ -264,7 +265,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
                       opened: OpenedFiles | None = None) -> APIRouter:
     """The viewer's routes; include it in an app (``app.include_router(router)``)."""
     viewer = WebViewer(folio=folio, account=account, prefix=prefix.rstrip("/"), opened=opened or OpenedFiles())
-    router = APIRouter(prefix=viewer.prefix, include_in_schema=False)
+    router = APIRouter(prefix=viewer.prefix, include_in_schema=False, dependencies=[Depends(refuse_cross_site)])
     for name in ("session.html", "entries_fragment.html", "sessions.html", "trace.html", "agents.html"):
         html.environment().get_template(name)  # compiled now, not on someone's first page
     html.render_markdown("*warm*")
@@ -379,20 +380,20 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     async def session_page(request: Request, who: Who, session_id: str, start: int = 0) -> Response:
         if viewer.folio is None:
             return viewer.error(request, who, 404, "No store", "This viewer has no session store.")
-        source = await run_in_threadpool(viewer.foliod_source, who, session_id)
+        source = await run_in_threadpool(viewer.stored_source, who, session_id)
         return viewer.page(request, "session.html", who, conv=source.conversation(start), nav="sessions")
 
     @router.get("/sessions/{session_id}/entries")
     @guarded
     async def session_entries(request: Request, who: Who, session_id: str, start: int = 0,
                               prefix: str = "", page: int = html.PAGE_ENTRIES) -> Response:
-        source = await run_in_threadpool(viewer.foliod_source, who, session_id)
+        source = await run_in_threadpool(viewer.stored_source, who, session_id)
         return await run_in_threadpool(_entries, source, start, prefix, page)
 
     @router.get("/sessions/{session_id}/export.html")
     @guarded
     async def session_export(request: Request, who: Who, session_id: str) -> Response:
-        source = await run_in_threadpool(viewer.foliod_source, who, session_id)
+        source = await run_in_threadpool(viewer.stored_source, who, session_id)
         return _export(source)
 
     # -- opened files ---------------------------------------------------------------
