@@ -10,6 +10,10 @@ spans are stored, so the last answer is the moment all are queryable; the stored
 is checked afterwards.  The rate is printed per tenth of the run, to show whether it
 stays flat as the table grows.
 
+The baseline, in the same server and run: the same number of spans of the same size
+through the Prefactor API's ``POST /api/v1/bulk`` (``agent_spans/create`` items with the
+messages as payload), from as many senders; the figure to beat is the ratio.
+
 Then a sender faster than the server (``--flood`` threads posting without waiting for
 one another) checks back-pressure: the server's peak resident memory and how many
 requests it answered 429.
@@ -120,6 +124,41 @@ class Server:
         self.process.wait(20)
 
 
+def bulk_baseline(url: str, headers: dict[str, str], spans: int, batch: int, senders: int) -> float:
+    """Spans/s through ``/api/v1/bulk`` with payloads the size of the OTel spans' messages."""
+    with httpx.Client(base_url=url, headers=headers, timeout=300) as api:
+        agent = api.post("/api/v1/agent", json={"details": {"name": "bulk-baseline"}}).json()["details"]["id"]
+        instance = api.post("/api/v1/agent_instance/register", json={
+            "agent_id": agent, "agent_version": {"name": "bench"}}).json()["details"]["id"]
+    history = [{"role": "user", "parts": [{"type": "text", "content": f"{TEXT} #{i}"}]} for i in range(2)]
+    answer = [{"role": "assistant", "parts": [{"type": "text", "content": f"{TEXT} answer"}]}]
+    bodies = [json.dumps({"items": [{"_type": "agent_spans/create", "idempotency_key": f"b-{start + i}",
+                                     "details": {"agent_instance_id": instance, "schema_name": "chat bench-model",
+                                                 "status": "complete", "payload": {"input": history},
+                                                 "result_payload": {"output": answer}}}
+                                    for i in range(min(batch, spans - start))]}).encode()
+              for start in range(0, spans, batch)]
+    cursor = iter(bodies)
+    lock = threading.Lock()
+
+    def send() -> None:
+        with httpx.Client(base_url=url, headers={**headers, "Content-Type": "application/json"}, timeout=300) as api:
+            while True:
+                with lock:
+                    body = next(cursor, None)
+                if body is None:
+                    return
+                assert api.post("/api/v1/bulk", content=body).status_code == 200
+
+    began = time.perf_counter()
+    threads = [threading.Thread(target=send) for _ in range(senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return spans / (time.perf_counter() - began)
+
+
 def run_backend(name: str, database_url: str, spans: int, batch: int, senders: int, flood: int) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         settings = Settings(data_dir=Path(folder), database_url=database_url or f"sqlite:///{folder}/bench.sqlite3")
@@ -179,6 +218,7 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
             stored = httpx.get(server.url + "/api/v1/agent_spans", params={"page_size": 1}, headers=headers,
                                timeout=120).json()["pagination"]["item_count"]
             steady_rss = peak[0]
+            baseline = bulk_baseline(server.url, headers, spans, batch, senders)
 
             # Flood: many raw posts at once, nobody waiting for anybody.
             flood_spans = make_spans(batch * flood, seed=3)
@@ -201,7 +241,9 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
             stop.set()
             watcher.join()
             return {"backend": name, "spans": total, "seconds": round(elapsed, 2),
-                    "spans_per_s": round(total / elapsed), "per_tenth": rates, "stored": stored - len(warm),
+                    "spans_per_s": round(total / elapsed), "bulk_baseline_per_s": round(baseline),
+                    "otlp_vs_bulk": round(total / elapsed / baseline, 2), "per_tenth": rates,
+                    "stored": stored - len(warm),
                     "failures": len(failures), "rss_mib": round(steady_rss / 1024),
                     "flood_requests": len(bodies), "flood_429": answers.count(429),
                     "flood_ok": answers.count(200), "flood_rss_mib": round(peak[0] / 1024)}
