@@ -117,3 +117,14 @@ def test_two_agents_in_one_trace_keep_their_own_spans(store: Store) -> None:
     # The inner agent's span names a parent in the outer agent's trace: flagged, as a cross-trace parent is.
     inner_row = next(row for row in stored if row.schema_name == "invoke_agent Inner")
     assert inner_row.parent_found is False
+
+
+def test_otel_span_types_count_as_undeclared_in_the_risk_rollup(store: Store) -> None:
+    from agentfolio.store.registry import Principal
+
+    account = store.accounts.ensure("risk")
+    OtelSpans(store.registry).write(account, map_spans([
+        span(0, None, attributes={"gen_ai.agent.name": "Mailer", "gen_ai.operation.name": "invoke_agent"}),
+        span(1, 0, attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "send_email"})]))
+    report = store.registry.agent_risk(Principal(account), "Mailer")
+    assert set(report["rollup"]["undeclared_span_types"]) == {"invoke_agent Mailer", "execute_tool send_email"}
