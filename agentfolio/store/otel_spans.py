@@ -105,7 +105,10 @@ class OtelSpans:
                                       .select_from(t_spans.join(t_agents, t_spans.c.agent_id == t_agents.c.id))
                                       .where(t_spans.c.account_pk == account.pk, t_spans.c.session_id == session_id)
                                       .order_by(t_spans.c.started_at, t_spans.c.id).limit(limit)).all()
-        return [orjson.loads(row[0]) for row in rows], (rows[0][1] if rows else None)
+        payloads = [orjson.loads(row[0]) for row in rows]
+        # Rows hold microseconds; spans starting within one microsecond keep their nanosecond order.
+        payloads.sort(key=lambda p: (p.get("start_time_unix_nano") or 0, p.get("end_time_unix_nano") or 0))
+        return payloads, (rows[0][1] if rows else None)
 
 
 class _Write:
