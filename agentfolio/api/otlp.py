@@ -17,6 +17,7 @@ span lands in it.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -24,16 +25,13 @@ from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 
 from agentfolio.api.auth import get_store
-from agentfolio.app.otlp import RETRY_AFTER_SECONDS, OtlpIngest
-from agentfolio.otel.decode import (
-    Encoding,
-    OtlpError,
-    OtlpTooLarge,
-    OtlpUnsupportedMedia,
-    encode_response,
-    encode_status,
-    media_encoding,
-)
+
+if TYPE_CHECKING:
+    from agentfolio.app.otlp import OtlpIngest
+    from agentfolio.otel.decode import Encoding
+
+# The protobuf runtime and the conversation readers load on the first export, not when
+# the server starts: most servers never receive OTLP.
 
 log = logging.getLogger("agentfolio.otlp")
 
@@ -59,6 +57,8 @@ _DOC = {
 
 def ingest_of(request: Request) -> OtlpIngest:
     """The app's one ingest queue (created on first use, shared by every request)."""
+    from agentfolio.app.otlp import OtlpIngest
+
     state = request.app.state
     ingest = getattr(state, "otlp_ingest", None)
     if ingest is None:
@@ -70,6 +70,8 @@ def ingest_of(request: Request) -> OtlpIngest:
 
 def _status(encoding: Encoding, http: int, code: int, message: str,
             headers: dict[str, str] | None = None) -> Response:
+    from agentfolio.otel.decode import encode_status
+
     body, media = encode_status(encoding, code, message)
     return Response(body, status_code=http, media_type=media, headers=headers)
 
@@ -77,9 +79,18 @@ def _status(encoding: Encoding, http: int, code: int, message: str,
 @router.post("/v1/traces", summary="Receive OpenTelemetry traces (OTLP/HTTP)", openapi_extra=_DOC,
              response_class=Response)
 async def export_traces(request: Request) -> Response:
+    from agentfolio.app.otlp import RETRY_AFTER_SECONDS
+    from agentfolio.otel.decode import (
+        OtlpError,
+        OtlpTooLargeError,
+        OtlpUnsupportedMediaError,
+        encode_response,
+        media_encoding,
+    )
+
     try:
         encoding = media_encoding(request.headers.get("content-type"))
-    except OtlpUnsupportedMedia as error:
+    except OtlpUnsupportedMediaError as error:
         return _status("json", 415, _INVALID_ARGUMENT, error.message)
     account = _account(request)
     if account is None:
@@ -94,9 +105,9 @@ async def export_traces(request: Request) -> Response:
         body = await request.body()
         result = await run_in_threadpool(ingest.export, account, body, encoding=encoding,
                                          content_encoding=request.headers.get("content-encoding"))
-    except OtlpTooLarge as error:
+    except OtlpTooLargeError as error:
         return _status(encoding, 413, _INVALID_ARGUMENT, error.message)
-    except OtlpUnsupportedMedia as error:
+    except OtlpUnsupportedMediaError as error:
         return _status(encoding, 415, _INVALID_ARGUMENT, error.message)
     except OtlpError as error:
         return _status(encoding, 400, _INVALID_ARGUMENT, error.message)
