@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from agent_framework import HistoryProvider, Message
 
+from agentfolio.app import DEFAULT_ACCOUNT
 from agentfolio.integrations.maf.backends import (
     HistoryStore,
     HistoryStoreError,
@@ -87,7 +88,7 @@ class AgentfolioHistoryProvider(HistoryProvider):
     DEFAULT_SOURCE_ID: ClassVar[str] = "agentfolio"
 
     def __init__(self, source_id: str | None = None, *, url: str | None = None, token: str | None = None,
-                 store: Store | None = None, account: str = "default", agent_name: str | None = None,
+                 store: Store | None = None, account: str = DEFAULT_ACCOUNT, agent_name: str | None = None,
                  load_messages: bool = True, store_inputs: bool = True, store_context_messages: bool = False,
                  store_context_from: set[str] | None = None, store_outputs: bool = True,
                  history_store: HistoryStore | None = None) -> None:
