@@ -7,6 +7,7 @@ writer read, and close.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
@@ -39,7 +40,7 @@ class Snapshot:
     document: dict[str, Any]
 
 
-class VersionMoved(Exception):
+class VersionMovedError(Exception):
     """Another writer appended first: the session is now at ``current``."""
 
     def __init__(self, current: int) -> None:
@@ -47,11 +48,11 @@ class VersionMoved(Exception):
         self.current = current
 
 
-class SessionMissing(Exception):
+class SessionMissingError(Exception):
     """No such session (never written, expired, or deleted)."""
 
 
-class SessionExists(Exception):
+class SessionExistsError(Exception):
     """Another writer created the session first."""
 
 
@@ -111,7 +112,7 @@ class LocalHistoryStore:
         try:
             return folio.sessions.create(account, document, session_id=session_id, agent=agent).session.version
         except AlreadyExists:
-            raise SessionExists() from None
+            raise SessionExistsError() from None
         except StoreError as error:
             raise HistoryStoreError(f"the store refused session {session_id!r}: {error.message}") from None
 
@@ -126,9 +127,9 @@ class LocalHistoryStore:
             return folio.sessions.append_many(account, session_id, entries,
                                               expected_version=expected_version).session.version
         except VersionConflict as conflict:
-            raise VersionMoved(conflict.current) from None
+            raise VersionMovedError(conflict.current) from None
         except NotFound:
-            raise SessionMissing() from None
+            raise SessionMissingError() from None
         except StoreError as error:
             raise HistoryStoreError(f"the store refused a turn of session {session_id!r}: {error.message}") from None
 
@@ -182,7 +183,7 @@ class RemoteHistoryStore:
         params = {"id": session_id, **({"agent": agent} if agent else {})}
         response = await self._send("POST", "/api/v1/sessions", params=params, content=orjson.dumps(document))
         if response.status_code == 409:
-            raise SessionExists()
+            raise SessionExistsError()
         _expect(response, 201, self.url)
         return _version(response)
 
@@ -191,19 +192,17 @@ class RemoteHistoryStore:
         response = await self._send("POST", _session_path(session_id) + "/entries", content=orjson.dumps(entries),
                                     headers={"If-Match": if_match})
         if response.status_code == 412:
-            raise VersionMoved(_version(response))
+            raise VersionMovedError(_version(response))
         if response.status_code == 404:
-            raise SessionMissing()
+            raise SessionMissingError()
         _expect(response, 201, self.url)
         return _version(response)
 
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
-            try:
+            with contextlib.suppress(RuntimeError):  # its event loop is gone: nothing left to close
                 await client.aclose()
-            except RuntimeError:  # its event loop is gone: nothing left to close
-                pass
 
 
 def _session_path(session_id: str) -> str:

@@ -24,9 +24,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agent_framework import HistoryProvider, Message
 
@@ -36,9 +37,9 @@ from agentfolio.integrations.maf.backends import (
     HistoryStoreError,
     LocalHistoryStore,
     RemoteHistoryStore,
-    SessionExists,
-    SessionMissing,
-    VersionMoved,
+    SessionExistsError,
+    SessionMissingError,
+    VersionMovedError,
 )
 from agentfolio.integrations.maf.messages import history_messages, json_safe, new_document, turn_entries
 from agentfolio.store.sessions import SESSION_ID, SESSION_ID_RULE
@@ -170,14 +171,14 @@ class AgentfolioHistoryProvider(HistoryProvider):
                     version = await self.history_store.create(session_id, new_document(entries), _agent_label(agent))
                 else:
                     version = await self.history_store.append(session_id, entries, expected)
-            except VersionMoved as moved:
+            except VersionMovedError as moved:
                 self.conflicts += 1
                 log.info("session %s moved from version %s to %s while this turn ran: appending after it",
                          session_id, expected, moved.current)
                 expected = moved.current
-            except SessionExists:
+            except SessionExistsError:
                 expected = None  # created by another writer meanwhile: append after whatever it holds
-            except SessionMissing:
+            except SessionMissingError:
                 expected = 0  # expired or deleted since it was read: start it again
             else:
                 self._versions[session_id] = version

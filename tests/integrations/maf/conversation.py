@@ -14,7 +14,8 @@ import argparse
 import asyncio
 import sys
 import warnings
-from typing import Any, Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any
 
 import orjson
 from agent_framework import (
@@ -61,7 +62,8 @@ class FakeChatClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
     async def _answer(self, messages: list[Message]) -> ChatResponse:
         last = messages[-1]
         turn = sum(1 for message in messages if message.role == "user")
-        usage = {"input_token_count": 10 * len(messages), "output_token_count": 7, "total_token_count": 10 * len(messages) + 7}
+        shown = 10 * len(messages)
+        usage = {"input_token_count": shown, "output_token_count": 7, "total_token_count": shown + 7}
         if last.role == "user" and "weather" in last.text:
             city = "Oslo" if "Oslo" in last.text else "Paris"
             call = Content.from_function_call(f"call_{turn}", "get_weather", arguments=f'{{"city": "{city}"}}',
@@ -76,7 +78,8 @@ class FakeChatClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
                 Content.from_search_tool_call(f"ws_{turn}", tool_name="web_search", arguments={"q": "croissants"},
                                               status="completed"),
                 Content.from_search_tool_result(f"ws_{turn}", tool_name="web_search",
-                                                result=[{"url": "https://example.com/croissant", "title": "Croissant"}]),
+                                                result=[{"url": "https://example.com/croissant",
+                                                         "title": "Croissant"}]),
                 Content.from_text("Croissants are flaky.", annotations=[
                     {"type": "citation", "title": "Croissant", "url": "https://example.com/croissant"}]),
             ]
