@@ -84,6 +84,8 @@ class AgentfolioHistoryProvider(HistoryProvider):
         agent_name: The agent a new session is filed under (default: the agent's name).
         load_messages, store_inputs, store_context_messages, store_context_from,
         store_outputs: MAF's history-provider flags.
+        history_store: Anywhere else that answers :class:`HistoryStore`'s calls (instead of
+            the local or remote store above).
     """
 
     DEFAULT_SOURCE_ID: ClassVar[str] = "agentfolio"
