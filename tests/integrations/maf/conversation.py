@@ -14,7 +14,7 @@ import argparse
 import asyncio
 import sys
 import warnings
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -22,9 +22,11 @@ from agent_framework import (
     Agent,
     BaseChatClient,
     ChatResponse,
+    ChatResponseUpdate,
     Content,
     FunctionInvocationLayer,
     Message,
+    ResponseStream,
     tool,
 )
 
@@ -54,10 +56,19 @@ class FakeChatClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
         super().__init__(**kwargs)
         self.seen: list[list[dict[str, Any]]] = []
 
-    def _inner_get_response(self, *, messages: Sequence[Message], stream: bool, options: Mapping[str, Any],
-                            **kwargs: Any) -> Awaitable[ChatResponse]:
+    def _inner_get_response(
+        self, *, messages: Sequence[Message], stream: bool, options: Mapping[str, Any], **kwargs: Any
+    ) -> Awaitable[ChatResponse] | ResponseStream[ChatResponseUpdate, ChatResponse]:
         self.seen.append([message.to_dict() for message in messages])
-        return self._answer(list(messages))
+        if not stream:
+            return self._answer(list(messages))
+
+        async def updates() -> AsyncIterator[ChatResponseUpdate]:
+            response = await self._answer(list(messages))
+            for message in response.messages:
+                yield ChatResponseUpdate(role=message.role, contents=message.contents, message_id=message.message_id)
+
+        return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
 
     async def _answer(self, messages: list[Message]) -> ChatResponse:
         last = messages[-1]
