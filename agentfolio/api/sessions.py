@@ -252,7 +252,8 @@ async def append_entry(
     else:
         raise ApiError(400, "invalid_value", "an entry must be a JSON object (or post an array of entries)",
                        pointer="")
-    appended = await run_in_threadpool(get_folio(request).sessions.append_many, account, session_id, new_entries,
+    folio = get_folio(request)
+    appended = await run_in_threadpool(folio.sessions.append_many, account, session_id, new_entries,
                                        expected_version=expected, strict=strict)
     info = appended.session
     return success({"session": _summary(info), "position": appended.position,

@@ -289,7 +289,8 @@ class Sessions:
             raise InvalidInput("nothing to append: give at least one entry", pointer="")
         for index, entry in enumerate(new_entries):
             if not isinstance(entry, dict):
-                raise InvalidInput("an entry must be a JSON object", pointer="" if len(new_entries) == 1 else f"/{index}")
+                raise InvalidInput("an entry must be a JSON object",
+                                   pointer="" if len(new_entries) == 1 else f"/{index}")
         packed = [self._pack(entry) for entry in new_entries]
         times = [entry.created_at for entry in packed if entry.created_at is not None]
         values: dict[str, Any] = {
