@@ -89,3 +89,57 @@ anthropic_responses = with_unknowns(st.fixed_dictionaries(
          {"input_tokens": st.integers(0, 10**6), "output_tokens": st.integers(0, 10**6)},
          optional={"cache_creation_input_tokens": st.integers(0, 99),
                    "cache_read_input_tokens": st.integers(0, 99)}))}))
+
+# -- OpenAI Responses ---------------------------------------------------------------------
+
+_url_citation = with_unknowns(st.fixed_dictionaries({"type": st.just("url_citation"), "url": st.just(
+    "https://example.com/a"), "title": text, "start_index": st.integers(0, 9), "end_index": st.integers(0, 9)}))
+_file_citation = with_unknowns(st.fixed_dictionaries({"type": st.just("file_citation"), "file_id": ids,
+                                                      "filename": text, "index": st.integers(0, 9)}))
+_input_parts = st.one_of(
+    with_unknowns(st.fixed_dictionaries({"type": st.just("input_text"), "text": text})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("input_image"), "detail": st.sampled_from(["auto", "low"])},
+                                        optional={"image_url": st.sampled_from(
+                                            ["https://example.com/a.png", "data:image/png;base64,aGk="])})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("input_image"), "file_id": ids})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("input_file")}, optional={
+        "file_id": ids, "filename": text, "file_data": st.just("data:application/pdf;base64,JVBE")})),
+    unknown_block(),
+)
+_output_parts = st.one_of(
+    with_unknowns(st.fixed_dictionaries({"type": st.just("output_text"), "text": text,
+                                         "annotations": st.lists(st.one_of(_url_citation, _file_citation,
+                                                                           unknown_block()), max_size=2)})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("refusal"), "refusal": text})),
+)
+responses_items = st.one_of(
+    with_unknowns(st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "developer"]),
+                                         "content": st.one_of(text, st.lists(_input_parts, max_size=3))},
+                                        optional={"type": st.just("message")})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("message"), "role": st.just("assistant"), "id": ids,
+                                         "status": st.just("completed"),
+                                         "content": st.lists(_output_parts, max_size=2)})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("function_call"), "call_id": ids, "name": ids,
+                                         "arguments": st.sampled_from(['{"a":1}', "{}", "not json"])},
+                                        optional={"id": ids, "status": st.just("completed")})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("function_call_output"), "call_id": ids,
+                                         "output": st.one_of(text, st.lists(st.fixed_dictionaries(
+                                             {"type": st.just("input_text"), "text": text}), max_size=1))})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("reasoning"), "id": ids, "summary": st.lists(
+        st.fixed_dictionaries({"type": st.just("summary_text"), "text": text}), max_size=2)},
+        optional={"encrypted_content": ids})),
+    with_unknowns(st.fixed_dictionaries({"type": st.sampled_from(["web_search_call", "file_search_call"]),
+                                         "id": ids, "status": st.just("completed")})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("mcp_call"), "id": ids, "name": ids, "server_label": ids,
+                                         "arguments": st.just("{}")})),
+    unknown_block(),
+)
+responses_requests = with_unknowns(st.fixed_dictionaries(
+    {"model": st.just("gpt-5"), "input": st.one_of(text, st.lists(responses_items, max_size=5))},
+    optional={"instructions": text}))
+responses_responses = with_unknowns(st.fixed_dictionaries(
+    {"id": ids, "object": st.just("response"), "status": st.just("completed"), "model": st.just("gpt-5"),
+     "output": st.lists(responses_items, max_size=4),
+     "usage": with_unknowns(st.fixed_dictionaries({"input_tokens": st.integers(0, 99),
+                                                   "output_tokens": st.integers(0, 99),
+                                                   "total_tokens": st.integers(0, 198)}))}))

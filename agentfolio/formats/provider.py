@@ -44,8 +44,9 @@ from agentfolio.model import (
 
 #: A property of ours, not the source's, saying how the source spelled something the model
 #: holds one way (a one-text content array vs a string, snake_case keys...).  Readers set
-#: it only where the spelling is ambiguous; lowerings drop it without a loss (it is not
-#: data), so it never reaches another format's document.
+#: it only where the spelling is ambiguous; provider lowerings carry it without a loss (it
+#: is not data, and each writer only reads the values it set), so a document that went
+#: through durable state comes back spelled as it was.
 FORM_KEY = "$form"
 
 
@@ -178,15 +179,23 @@ class LoweredMessages:
 
     messages: list[tuple[Message, bool]] = field(default_factory=list)
     session_extras: dict[str, Any] = field(default_factory=dict)
+    # Each lowered message's source message and its model pointer, for later losses.
+    sources: list[tuple[Message, str]] = field(default_factory=list)
+
+    def approximate(self, rec: Recorder, index: int, key: str | None, what: str, why: str) -> None:
+        source, pointer = self.sources[index]
+        rec.approximate(source, pointer, key, what, why)
+
+    def drop(self, rec: Recorder, index: int, key: str | None, what: str, why: str) -> None:
+        source, pointer = self.sources[index]
+        rec.drop(source, pointer, key, what, why)
 
 
 def lower_messages(session: Session, rec: Recorder, target: Target) -> LoweredMessages:
     """Every message of ``session`` reduced to what ``target`` holds, losses reported."""
     out = LoweredMessages()
     for key, value in session.extra.items():
-        if key == FORM_KEY:
-            continue
-        if key in target.session_extras:
+        if key in target.session_extras or key == FORM_KEY:
             out.session_extras[key] = value
         else:
             rec.drop(session, "", key, f"property {key!r}", f"{target.title} documents have no such property")
@@ -206,6 +215,7 @@ def lower_messages(session: Session, rec: Recorder, target: Target) -> LoweredMe
             lowered = _lower_message(rec, target, message, entry_index, index, entry.kind == "request")
             if lowered is not None:
                 out.messages.append((lowered, entry.kind == "request"))
+                out.sources.append((message, message_pointer(entry_index, index)))
     return out
 
 
@@ -225,9 +235,7 @@ def _lower_message(rec: Recorder, target: Target, message: Message, entry_index:
             rec.drop(message, pointer, key, key, f"a {target.title} message has no such field")
     extras: dict[str, Any] = {}
     for key, value in message.extra.items():
-        if key == FORM_KEY:
-            continue
-        if key in target.message_extras or (target.keeps_extras and target.keeps_extras(Message, key)):
+        if key in target.message_extras or key == FORM_KEY or (target.keeps_extras and target.keeps_extras(Message, key)):
             extras[key] = value
         else:
             rec.drop(message, pointer, key, f"message property {key!r}", f"a {target.title} message has no such "
