@@ -143,3 +143,40 @@ responses_responses = with_unknowns(st.fixed_dictionaries(
      "usage": with_unknowns(st.fixed_dictionaries({"input_tokens": st.integers(0, 99),
                                                    "output_tokens": st.integers(0, 99),
                                                    "total_tokens": st.integers(0, 198)}))}))
+
+# -- Gemini (camelCase, as the REST API writes it; snake_case tested apart) ----------------
+
+_signature = st.sampled_from(["Q2l3QjBlMktiN2Y2WHg5d0xx", "c2ln"])
+_gemini_parts = st.one_of(
+    with_unknowns(st.fixed_dictionaries({"text": text}, optional={"thoughtSignature": _signature})),
+    with_unknowns(st.fixed_dictionaries({"text": text, "thought": st.just(True)},
+                                        optional={"thoughtSignature": _signature})),
+    with_unknowns(st.fixed_dictionaries({"inlineData": st.fixed_dictionaries(
+        {"mimeType": st.just("image/png"), "data": b64})})),
+    with_unknowns(st.fixed_dictionaries({"fileData": st.fixed_dictionaries(
+        {"fileUri": st.just("gs://bucket/a.pdf")}, optional={"mimeType": st.just("application/pdf")})})),
+    with_unknowns(st.fixed_dictionaries({"functionCall": st.fixed_dictionaries(
+        {"name": ids}, optional={"args": objects, "id": ids})}, optional={"thoughtSignature": _signature})),
+    with_unknowns(st.fixed_dictionaries({"functionResponse": st.fixed_dictionaries(
+        {"name": ids, "response": objects}, optional={"id": ids})})),
+    with_unknowns(st.fixed_dictionaries({"executableCode": st.fixed_dictionaries(
+        {"language": st.just("PYTHON"), "code": text})})),
+    with_unknowns(st.fixed_dictionaries({"codeExecutionResult": st.fixed_dictionaries(
+        {"outcome": st.just("OUTCOME_OK")}, optional={"output": text})})),
+    unknown_block("xKind"),
+)
+gemini_requests = with_unknowns(st.fixed_dictionaries(
+    {"contents": st.lists(with_unknowns(st.fixed_dictionaries(
+        {"parts": st.lists(_gemini_parts, max_size=4)}, optional={"role": st.sampled_from(["user", "model"])})),
+        max_size=5)},
+    optional={"systemInstruction": st.fixed_dictionaries({"parts": st.lists(
+        st.fixed_dictionaries({"text": text}), max_size=2)})}))
+gemini_responses = with_unknowns(st.fixed_dictionaries(
+    {"candidates": st.lists(with_unknowns(st.fixed_dictionaries(
+        {"content": st.fixed_dictionaries({"parts": st.lists(_gemini_parts, max_size=3)},
+                                          optional={"role": st.just("model")})},
+        optional={"finishReason": st.just("STOP"), "index": st.integers(0, 3)})), min_size=1, max_size=2),
+     "usageMetadata": with_unknowns(st.fixed_dictionaries(
+         {"promptTokenCount": st.integers(0, 99)}, optional={"candidatesTokenCount": st.integers(0, 99),
+                                                            "thoughtsTokenCount": st.integers(0, 99)}))},
+    optional={"modelVersion": st.just("gemini-2.5-pro"), "responseId": ids}))

@@ -298,7 +298,7 @@ def lower_content(rec: Recorder, target: Target, content: Any, pointer: str) -> 
             del data["annotations"]
     extras: dict[str, Any] = {}
     for key, value in content.extra.items():
-        if key in allowed_extras or (target.keeps_extras and target.keeps_extras(type(content), key)):
+        if key in allowed_extras or key == FORM_KEY or (target.keeps_extras and target.keeps_extras(type(content), key)):
             extras[key] = value
         else:
             rec.drop(content, pointer, key, f"property {key!r}",

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentfolio.formats import anthropic, canonical, durable_state, envelope, message_body, openai_chat, openai_responses
+from agentfolio.formats import (
+    anthropic,
+    canonical,
+    durable_state,
+    envelope,
+    gemini,
+    message_body,
+    openai_chat,
+    openai_responses,
+)
 from agentfolio.formats.base import Format
 from agentfolio.formats.errors import FormatError
 
@@ -21,6 +30,7 @@ FORMATS: dict[str, Format] = {
         # their own marker keys and block types.
         anthropic.FORMAT,
         openai_responses.FORMAT,
+        gemini.FORMAT,
         openai_chat.FORMAT,
         # Last: only an object whose one key is a "parts" array (message_body.looks_like
         # also refuses the other formats' marker keys, so order cannot steal their documents).
