@@ -180,3 +180,39 @@ gemini_responses = with_unknowns(st.fixed_dictionaries(
          {"promptTokenCount": st.integers(0, 99)}, optional={"candidatesTokenCount": st.integers(0, 99),
                                                             "thoughtsTokenCount": st.integers(0, 99)}))},
     optional={"modelVersion": st.just("gemini-2.5-pro"), "responseId": ids}))
+
+# -- LangChain (messages_to_dict) ---------------------------------------------------------
+
+_lc_blocks = st.one_of(
+    with_unknowns(st.fixed_dictionaries({"type": st.just("text"), "text": text})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("reasoning"), "reasoning": text})),
+    with_unknowns(st.fixed_dictionaries({"type": st.sampled_from(["image", "file"]),
+                                         "url": st.just("https://example.com/a.png")},
+                                        optional={"mime_type": st.just("image/png")})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("image"), "base64": b64, "mime_type": st.just("image/png")})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("file"), "file_id": ids})),
+    unknown_block(),
+)
+_lc_common = {"content": st.one_of(text, st.lists(_lc_blocks, max_size=3)),
+              "additional_kwargs": st.just({}), "response_metadata": unknowns(),
+              "name": st.one_of(st.none(), ids), "id": st.one_of(st.none(), ids)}
+_lc_call = with_unknowns(st.fixed_dictionaries({"name": ids, "args": objects, "id": st.one_of(st.none(), ids)},
+                                               optional={"type": st.just("tool_call")}))
+_lc_usage = with_unknowns(st.fixed_dictionaries({"input_tokens": st.integers(0, 99), "output_tokens": st.integers(
+    0, 99), "total_tokens": st.integers(0, 198)}))
+
+
+def _lc(kind: str, extra: dict[str, Any], optional: dict[str, Any] | None = None) -> st.SearchStrategy[Any]:
+    data = with_unknowns(st.fixed_dictionaries({**_lc_common, **extra}, optional={"type": st.just(kind),
+                                                                                   **(optional or {})}))
+    return st.fixed_dictionaries({"type": st.just(kind), "data": data})
+
+
+langchain_messages = st.lists(st.one_of(
+    _lc("human", {}), _lc("system", {}),
+    _lc("ai", {}, {"tool_calls": st.lists(_lc_call, max_size=2), "invalid_tool_calls": st.just([]),
+                   "usage_metadata": st.one_of(st.none(), _lc_usage)}),
+    _lc("tool", {"tool_call_id": ids}, {"status": st.sampled_from(["success", "error"]), "artifact": json_values}),
+    st.fixed_dictionaries({"type": st.just("chat"), "data": st.fixed_dictionaries(
+        {"content": text, "role": ids, "type": st.just("chat")})}),
+), min_size=1, max_size=5)

@@ -11,6 +11,7 @@ from agentfolio.formats import (
     durable_state,
     envelope,
     gemini,
+    langchain,
     message_body,
     openai_chat,
     openai_responses,
@@ -31,6 +32,7 @@ FORMATS: dict[str, Format] = {
         anthropic.FORMAT,
         openai_responses.FORMAT,
         gemini.FORMAT,
+        langchain.FORMAT,
         openai_chat.FORMAT,
         # Last: only an object whose one key is a "parts" array (message_body.looks_like
         # also refuses the other formats' marker keys, so order cannot steal their documents).
