@@ -216,3 +216,27 @@ langchain_messages = st.lists(st.one_of(
     st.fixed_dictionaries({"type": st.just("chat"), "data": st.fixed_dictionaries(
         {"content": text, "role": ids, "type": st.just("chat")})}),
 ), min_size=1, max_size=5)
+
+# -- A2A v1 (ProtoJSON) ---------------------------------------------------------------------
+
+_a2a_part = st.one_of(
+    with_unknowns(st.fixed_dictionaries({"text": text}, optional={"mediaType": st.just("text/plain"),
+                                                                  "metadata": unknowns()})),
+    with_unknowns(st.fixed_dictionaries({"url": st.just("https://example.com/a.png"),
+                                         "mediaType": st.just("image/png")},
+                                        optional={"filename": st.sampled_from(["a.png", "/docs/a.png"]),
+                                                  "metadata": unknowns()})),
+    with_unknowns(st.fixed_dictionaries({"raw": b64, "mediaType": st.just("application/octet-stream")},
+                                        optional={"filename": st.just("f.bin")})),
+    with_unknowns(st.fixed_dictionaries({"data": json_values}, optional={"mediaType": st.just("application/json")})),
+    with_unknowns(st.fixed_dictionaries({"text": text, "mediaType": st.just("text/markdown")})),
+    unknowns(2).map(lambda extra: {"xOther": 1, **extra}),
+)
+a2a_messages = with_unknowns(st.fixed_dictionaries(
+    {"messageId": ids, "role": st.sampled_from(["ROLE_USER", "ROLE_AGENT"]), "parts": st.lists(_a2a_part, max_size=3)},
+    optional={"contextId": ids, "taskId": ids}))
+a2a_tasks = with_unknowns(st.fixed_dictionaries(
+    {"id": ids, "contextId": ids, "status": st.fixed_dictionaries(
+        {"state": st.sampled_from(["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"])}, optional={"message": a2a_messages})},
+    optional={"history": st.lists(a2a_messages, max_size=3), "artifacts": st.lists(with_unknowns(st.fixed_dictionaries(
+        {"artifactId": ids, "parts": st.lists(_a2a_part, max_size=2)}, optional={"name": text})), max_size=2)}))

@@ -18,6 +18,11 @@ from agentfolio.formats.errors import json_pointer
 from agentfolio.model import DocumentContent, MemoryContent, SkillsContent, TemplateVariableContent, ToolCatalogContent
 
 
+#: The property provider readers use to remember a source's spelling (see
+#: agentfolio.formats.provider): never reported as a loss.
+FORM_KEY = "$form"
+
+
 @dataclass(frozen=True, slots=True)
 class Loss:
     """One field a conversion dropped (``approximated`` False) or approximated."""
@@ -81,6 +86,8 @@ class Recorder:
         return self.origin.pointer(record, default, key)
 
     def drop(self, record: Any, default: str, key: str | None, what: str, why: str) -> None:
+        if key == FORM_KEY:
+            return  # how a provider spelled the source, not data (agentfolio.formats.provider)
         self.losses.append(Loss(self.at(record, default, key), what, why, False))
 
     def approximate(self, record: Any, default: str, key: str | None, what: str, why: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping
 import orjson
 
 from agentfolio.formats.errors import Problem
+from agentfolio.formats.losses import FORM_KEY as LOSSES_FORM_KEY
 from agentfolio.formats.losses import (
     Recorder,
     content_pointer,
@@ -47,7 +48,7 @@ from agentfolio.model import (
 #: it only where the spelling is ambiguous; provider lowerings carry it without a loss (it
 #: is not data, and each writer only reads the values it set), so a document that went
 #: through durable state comes back spelled as it was.
-FORM_KEY = "$form"
+FORM_KEY = LOSSES_FORM_KEY
 
 
 def rest(value: Mapping[str, Any], *known: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentfolio.formats import (
+    a2a,
     anthropic,
     canonical,
     durable_state,
@@ -34,6 +35,7 @@ FORMATS: dict[str, Format] = {
         gemini.FORMAT,
         langchain.FORMAT,
         openai_chat.FORMAT,
+        a2a.FORMAT,
         # Last: only an object whose one key is a "parts" array (message_body.looks_like
         # also refuses the other formats' marker keys, so order cannot steal their documents).
         message_body.FORMAT,
