@@ -101,6 +101,21 @@ def drop_presentation(rec: Recorder, content: Any, pointer: str, why: str) -> No
             rec.drop(content, pointer, f"presentation/{key}", f"presentation {key}", why)
 
 
+def drop_provider_fields(rec: Recorder, content: Any, pointer: str, target: str) -> None:
+    """Report the fields providers share that ``target`` has no place for: a text's
+    citations, a call's being run by the provider, a hosted file's media type and name.
+    (Reasoning and its protected data are dropped whole by such targets, and reported so.)"""
+    from agentfolio.model import FunctionCallContent, HostedFileContent, TextContent
+
+    fields = {TextContent: ("annotations",), FunctionCallContent: ("informationalOnly",),
+              HostedFileContent: ("mediaType", "name")}.get(type(content), ())
+    given = set(set_fields(content)) if fields else set()
+    for key in fields:
+        if key in given:
+            what = {"annotations": "citations", "informationalOnly": "server-run call"}.get(key, key)
+            rec.drop(content, pointer, key, what, f"{target} has no place for it")
+
+
 def drop_entry_fields(rec: Recorder, entry: Any, pointer: str, why: str) -> None:
     """Report an entry's own fields and unknown properties, for targets that have messages
     but no entries."""
