@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 import orjson
+from pydantic import ValidationError
 
 from agentfolio.formats.errors import Problem
 from agentfolio.formats.losses import FORM_KEY as LOSSES_FORM_KEY
@@ -69,12 +70,27 @@ def build(cls: type[Record], extras: Mapping[str, Any], **known: Any) -> Any:
     owned = _WIRE_NAMES.get(cls)
     if owned is None:
         owned = _WIRE_NAMES[cls] = _wire_names(cls)
-    if any(key in owned for key in extras):
+    if extras and any(key in owned for key in extras):
         return None
-    record = cls(**known)
+    # Validated from wire names in one pydantic-core call (a Python __init__ per record
+    # costs several times more on a long history); a content writes its $type.
+    names = cls._wire_names
+    data = {names.get(key, key): value for key, value in known.items()}
+    kind = _KINDS.get(cls)
+    if kind is None:
+        field = cls.model_fields.get("kind")
+        kind = _KINDS[cls] = field.default if field is not None and isinstance(field.default, str) else ""
+    if kind:
+        data["$type"] = kind
     if extras:
-        record.__pydantic_extra__.update(extras)
-    return record
+        data.update(extras)
+    try:
+        return cls.model_validate(data)
+    except ValidationError:
+        return None  # a value of the wrong type: the caller keeps the block whole
+
+
+_KINDS: dict[type, str] = {}
 
 
 def kept_whole(fmt: str, block: Any, kind: str | None = None) -> OpaqueContent:
