@@ -12,8 +12,8 @@ from rich.console import Console
 
 from agentfolio.formats import registry
 from agentfolio.model import OpaqueContent
-from agentfolio.present.html import export_html
-from agentfolio.present.terminal import render_session
+from agentfolio.web.html import export_html
+from agentfolio.cli.terminal import render_session
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GALLERIES = ["anthropic", "openai_responses", "gemini", "langchain", "a2a"]

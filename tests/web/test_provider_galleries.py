@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from agentfolio.formats import registry
-from agentfolio.present.html import export_html
+from agentfolio.web.html import export_html
 from tests.web.conftest import Console
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
