@@ -611,7 +611,7 @@ def lower(session: Session, *, origin: Origin | None = None, options: ConvertOpt
     messages: list[Message] = []
     for position, (message, _) in enumerate(lowered.messages):
         if message.role == "system" and (position > 0 or not all(isinstance(c, TextContent) for c in message.items)):
-            rec.approximate(message, "", "role", "role 'system'",
+            lowered.approximate(rec, position, "role", "role 'system'",
                             "Anthropic has a system prompt only at the start, and only text: written as a user "
                             "message")
             message = message.model_copy(update={"role": "user"})
