@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 
 from agentfolio.api.auth import get_store
@@ -66,7 +65,7 @@ def _status(encoding: Encoding, http: int, code: int, message: str,
 @router.post("/v1/traces", summary="Receive OpenTelemetry traces (OTLP/HTTP)", include_in_schema=False,
              response_class=Response)
 async def export_traces(request: Request) -> Response:
-    from agentfolio.app.otlp import RETRY_AFTER_SECONDS
+    from agentfolio.app.otlp import RETRY_AFTER_SECONDS, StoreUnavailable
     from agentfolio.otel.decode import (
         OtlpError,
         OtlpTooLargeError,
@@ -98,8 +97,8 @@ async def export_traces(request: Request) -> Response:
         return _status(encoding, 415, _INVALID_ARGUMENT, error.message)
     except OtlpError as error:
         return _status(encoding, 400, _INVALID_ARGUMENT, error.message)
-    except DBAPIError:
-        log.exception("storing OTLP spans failed")
+    except StoreUnavailable as error:
+        log.warning("storing OTLP spans failed: %s", error.message)
         return _status(encoding, 503, _UNAVAILABLE, "the store cannot take spans now; retry later",
                        {"Retry-After": str(RETRY_AFTER_SECONDS)})
     finally:

@@ -257,3 +257,17 @@ def test_otel_traces_show_in_the_viewer_with_their_strings_escaped(store: Store)
         page = made.get(f"/traces/{instance_id}")
         assert page.status_code == 200
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text and evil not in page.text
+
+
+def test_a_store_that_cannot_write_answers_503_with_retry_after(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentfolio.store.otel_spans import OtelSpans, StoreUnavailable
+
+    made, headers, _ = client
+
+    def unavailable(*_: object) -> None:
+        raise StoreUnavailable("the database cannot take spans now (OperationalError)")
+
+    monkeypatch.setattr(OtelSpans, "write", unavailable)
+    answer = _post(made, headers, request_with({}).SerializeToString())
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
+    assert "cannot take spans" in _status(answer).message
