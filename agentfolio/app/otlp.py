@@ -32,7 +32,9 @@ from agentfolio.otel.mapping import MappedSpan, map_spans
 from agentfolio.settings import DEFAULT_OTLP_MAX_BYTES, DEFAULT_OTLP_QUEUE
 from agentfolio.store import Account, Store
 from agentfolio.store.errors import AlreadyExists, NotFound
-from agentfolio.store.otel_spans import OtelSpans, WrittenSpans
+from agentfolio.store.otel_spans import OtelSpans, StoreUnavailable, WrittenSpans
+
+__all__ = ["RETRY_AFTER_SECONDS", "IngestResult", "OtlpIngest", "StoreUnavailable"]
 
 log = logging.getLogger("agentfolio.otlp")
 

@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from agentfolio.otel.mapping import MappedSpan, registry_span_id
 from agentfolio.otel.span_types import otel_span_type
@@ -38,6 +38,7 @@ from agentfolio.registry.schema_versions import SchemaVersionDraft
 from agentfolio.registry.spans import CompiledSchemaVersion, SpanProblem, SpanValidation
 from agentfolio.store.accounts import Account
 from agentfolio.store.engine import read_transaction, write_transaction
+from agentfolio.store.errors import StoreError
 from agentfolio.store.registry import Registry
 from agentfolio.store.registry.bulk import _insert_many
 from agentfolio.store.registry.rows import _ensure_deployment
@@ -67,6 +68,12 @@ _OTEL_VERSION = {"name": "opentelemetry", "external_identifier": None, "descript
                  "runtime_environment": None}
 
 
+class StoreUnavailable(StoreError):  # noqa: N818 - named as the store's other refusals are
+    """The database cannot take the write now (locked, restarting, unreachable): retry later."""
+
+    code = "unavailable"
+
+
 @dataclass(slots=True)
 class WrittenSpans:
     inserted: int = 0
@@ -90,6 +97,8 @@ class OtelSpans:
             try:
                 with write_transaction(self.engine) as connection:
                     return _Write(self.registry, connection, info).run(spans)
+            except OperationalError as error:
+                raise StoreUnavailable(f"the database cannot take spans now ({type(error.orig).__name__})") from None
             except IntegrityError:
                 if attempt == 2:
                     raise

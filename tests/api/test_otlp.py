@@ -240,3 +240,34 @@ def test_decompression_stops_at_the_limit(settings: Settings, store: Store) -> N
         assert answer.status_code == 400  # zlib, not gzip framing: corrupt
         answer = _post(made, {"Authorization": f"Bearer {token}"}, gzip.compress(body), **{"Content-Encoding": "gzip"})
         assert answer.status_code == 413
+
+
+def test_otel_traces_show_in_the_viewer_with_their_strings_escaped(store: Store) -> None:
+    token, account = store.accounts.create_token("viewer")
+    evil = "<script>alert(1)</script>"
+    app = create_server(folio=Agentfolio(store, owned=False), viewer=True, viewer_account=account)
+    with TestClient(app) as made:
+        sent = request_with({"name": evil})
+        sent.resource_spans[0].scope_spans[0].spans[0].attributes.add(key="gen_ai.agent.name").value.string_value = evil
+        assert _post(made, {"Authorization": f"Bearer {token}"}, sent.SerializeToString()).status_code == 200
+        instance = made.get("/api/v1/agent_instance", headers={"Authorization": f"Bearer {token}"}).json()
+        instance_id = instance["summaries"][0]["id"]
+        listing = made.get("/traces")
+        assert listing.status_code == 200 and instance_id in listing.text
+        page = made.get(f"/traces/{instance_id}")
+        assert page.status_code == 200
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text and evil not in page.text
+
+
+def test_a_store_that_cannot_write_answers_503_with_retry_after(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentfolio.store.otel_spans import OtelSpans, StoreUnavailable
+
+    made, headers, _ = client
+
+    def unavailable(*_: object) -> None:
+        raise StoreUnavailable("the database cannot take spans now (OperationalError)")
+
+    monkeypatch.setattr(OtelSpans, "write", unavailable)
+    answer = _post(made, headers, request_with({}).SerializeToString())
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
+    assert "cannot take spans" in _status(answer).message

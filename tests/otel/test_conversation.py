@@ -180,6 +180,9 @@ def test_a_message_that_cannot_be_placed_is_kept_and_noted() -> None:
     session, notes, _ = build_conversation([first, unrelated])  # type: ignore[misc]
     assert len(notes) == 1 and "do not continue" in notes[0]
     assert [c[0]["text"] for _, c in shape(session)[1:]] == ["hello", "hi", "other thread", "x", "y", "z"]
+    built = build_session([first, unrelated])
+    assert built is not None and built.document["agentfolio.otel"] == {"notes": notes}
+    assert durable_state.problems(built.document) == []
 
 
 def test_legacy_events_and_media_parts() -> None:
