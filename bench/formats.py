@@ -22,14 +22,15 @@ import copy
 import gc
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import orjson  # noqa: E402
+import orjson
 
-from agentfolio.formats import registry  # noqa: E402
+from agentfolio.formats import registry
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 

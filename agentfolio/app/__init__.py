@@ -17,7 +17,7 @@ from agentfolio.settings import Settings
 if TYPE_CHECKING:
     from agentfolio.app.accounts import AccountService
     from agentfolio.app.sessions import SessionService
-    from agentfolio.store import Account, Store
+    from agentfolio.store import Store
 
 __all__ = ["DEFAULT_ACCOUNT", "Agentfolio"]
 
