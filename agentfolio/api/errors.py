@@ -24,6 +24,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from agentfolio.app.registry.errors import RegistryRefusal
 from agentfolio.formats.errors import FormatError, Problem
 from agentfolio.store.errors import StoreError, VersionConflict
 
@@ -34,6 +35,13 @@ STORE_STATUS = {"not_found": 404, "already_exists": 409, "invalid_value": 400, "
 HTTP_CODES = {400: "bad_request", 401: "not_authenticated", 403: "not_permitted", 404: "not_found",
               405: "bad_request", 406: "bad_request", 409: "already_exists", 411: "required_value",
               412: "version_conflict", 413: "payload_too_large", 415: "bad_request", 428: "required_value"}
+
+#: HTTP status of each registry refusal code (the Prefactor API's; docs/prefactor-api.md §3).
+REGISTRY_STATUS = {
+    "bad_request": 400, "invalid_value": 422, "required_value": 422, "not_authenticated": 401,
+    "bad_authtoken": 401, "not_permitted": 403, "not_found": 404, "invalid_action": 409,
+    "idempotency_key_already_used": 409, "conflict": 409, "not_implemented": 501, "unexpected": 500,
+}
 
 
 class ProblemModel(BaseModel):
@@ -86,11 +94,27 @@ def from_store_error(error: StoreError) -> ApiError:
                     headers=headers)
 
 
+def refusal_body(refusal: RegistryRefusal) -> dict[str, Any]:
+    """A registry refusal as the Prefactor SDKs read it (``errors``: field → message)."""
+    body: dict[str, Any] = {"status": "error", "code": refusal.code, "message": refusal.message}
+    if refusal.errors:
+        body["errors"] = refusal.errors
+    return body
+
+
+def refusal_response(refusal: RegistryRefusal) -> Response:
+    return json_response(refusal_body(refusal), REGISTRY_STATUS.get(refusal.code, 400))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, error: ApiError) -> Response:
         return error_response(error.status, error.code, error.message, pointer=error.pointer,
                               problems=error.problems, headers=error.headers)
+
+    @app.exception_handler(RegistryRefusal)
+    async def _registry_refusal(_: Request, refusal: RegistryRefusal) -> Response:
+        return refusal_response(refusal)
 
     @app.exception_handler(StoreError)
     async def _store_error(request: Request, error: StoreError) -> Response:

@@ -12,7 +12,7 @@ from agentfolio.settings import Settings
 from agentfolio.store.accounts import Account, Accounts
 from agentfolio.store.blobs import BlobStore, open_blob_store
 from agentfolio.store.engine import create_engine, migrate
-from agentfolio.store.registry import Registry
+from agentfolio.store.registry import RegistryStore
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, StoreError, VersionConflict
 from agentfolio.store.sessions import Appended, Created, SessionInfo, Sessions
 
@@ -26,7 +26,7 @@ class Store:
         self.blobs = blobs
         self.accounts = Accounts(engine)
         self.sessions = Sessions(engine, blobs, settings)
-        self.registry = Registry(engine)
+        self.registry = RegistryStore(engine)
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, run_migrations: bool = True) -> "Store":

@@ -1,15 +1,31 @@
 """The viewer's reads of the stored registry: agents, instances and their spans.
 
-Everything goes through ``store.registry.execute`` (the same operations the Prefactor
-API answers with), as the signed-in account, so the viewer sees exactly what the API
-would show that account and never reaches around it.
+Everything goes through the :class:`RegistryService` (the operations the Prefactor API
+answers with), as the signed-in account, so the viewer sees exactly what the API would
+show that account and never reaches around it.  Outputs are handed to the templates in
+their JSON form, the same shape a span export opened from a file has.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agentfolio.store.errors import NotFound, StoreError
+from agentfolio.app.registry import (
+    AgentList,
+    AgentShow,
+    InstanceGet,
+    InstanceList,
+    NotFound,
+    PageRequest,
+    Principal,
+    RegistryRefusal,
+    RegistryService,
+    SchemaVersionGet,
+    Sorting,
+    SpanList,
+)
+from agentfolio.store.errors import NotFound as StoreNotFound
+from agentfolio.store.errors import StoreError
 from agentfolio.web.agents import SchemaVersionView, schema_version_view
 from agentfolio.web.traces import Trace, build_trace
 
@@ -17,19 +33,13 @@ from agentfolio.web.traces import Trace, build_trace
 MAX_TRACE_SPANS = 5000
 
 
-def _principal(account: Any) -> Any:
-    from agentfolio.store.registry import Principal
-
-    return Principal(account)
+def _service(store: Any) -> RegistryService:
+    return RegistryService(store)
 
 
-def _run(store: Any, account: Any, operation: str, fields: dict[str, Any]) -> dict[str, Any]:
-    outcome = store.registry.execute(_principal(account), operation, fields)
-    if outcome.status == 404:
-        raise NotFound(outcome.body.get("message", "not found"))
-    if outcome.status != 200:
-        raise StoreError(outcome.body.get("message", f"{operation} failed"))
-    return outcome.body
+def _as_store_error(error: RegistryRefusal) -> StoreError:
+    """The viewer answers store errors (404 for what is not there)."""
+    return StoreNotFound(error.message) if isinstance(error, NotFound) else StoreError(error.message)
 
 
 def has_registry(store: Any) -> bool:
@@ -37,58 +47,69 @@ def has_registry(store: Any) -> bool:
 
 
 def list_agents(store: Any, account: Any, *, offset: int = 0, page_size: int = 50) -> tuple[list[dict[str, Any]], Any]:
-    body = _run(store, account, "agents/list", {"pagination[offset]": offset, "pagination[page_size]": page_size,
-                                                "sorting": "name"})
-    agents = body["summaries"]
+    service, principal = _service(store), Principal(account)
+    try:
+        page = service.list_agents(principal, AgentList(page=PageRequest(offset, page_size, Sorting("name", "asc"))))
+    except RegistryRefusal as error:
+        raise _as_store_error(error) from None
+    agents = [agent.model_dump(mode="json") for agent in page.items]
     for agent in agents:
         try:
-            agent["risk"] = store.registry.agent_risk(_principal(account), agent["id"])["rollup"]
-        except StoreError:
+            agent["risk"] = service.agent_risk(principal, agent["id"]).rollup
+        except RegistryRefusal:
             agent["risk"] = None
-    return agents, body["pagination"]
+    return agents, page.pagination
 
 
 def list_instances(store: Any, account: Any, *, agent_id: str | None = None, offset: int = 0,
                    page_size: int = 50) -> tuple[list[dict[str, Any]], Any]:
-    fields: dict[str, Any] = {"pagination[offset]": offset, "pagination[page_size]": page_size,
-                              "sorting": "-inserted_at", "include_risk_level": True}
-    if agent_id:
-        fields["agent_id"] = agent_id
-    body = _run(store, account, "agent_instances/list", fields)
-    return body["summaries"], body["pagination"]
+    command = InstanceList(page=PageRequest(offset, page_size, Sorting("inserted_at", "desc")), agent_id=agent_id,
+                           include_risk_level=True)
+    try:
+        page = _service(store).list_instances(Principal(account), command)
+    except RegistryRefusal as error:
+        raise _as_store_error(error) from None
+    return [instance.model_dump(mode="json") for instance in page.items], page.pagination
 
 
 def instance_trace(store: Any, account: Any, instance_id: str) -> Trace:
-    instance = _run(store, account, "agent_instances/get",
-                    {"agent_instance_id": instance_id, "include_risk_level": True})["details"]
-    spans: list[dict[str, Any]] = []
-    offset: int | None = 0
-    while offset is not None and len(spans) < MAX_TRACE_SPANS:
-        body = _run(store, account, "agent_spans/list", {
-            "agent_instance_id": instance_id, "include_summaries": True, "sorting": "started_at",
-            "pagination[offset]": offset, "pagination[page_size]": 100})
-        spans.extend(body["summaries"])
-        offset = body["pagination"]["next_page_offset"]
+    service, principal = _service(store), Principal(account)
+    try:
+        instance = service.get_instance(principal, InstanceGet(agent_instance_id=instance_id,
+                                                               include_risk_level=True)).model_dump(mode="json")
+        spans: list[dict[str, Any]] = []
+        offset: int | None = 0
+        while offset is not None and len(spans) < MAX_TRACE_SPANS:
+            page = service.list_spans(principal, SpanList(
+                page=PageRequest(offset, 100, Sorting("started_at", "asc")), agent_instance_id=instance_id,
+                include_summaries=True))
+            spans.extend(span.model_dump(mode="json") for span in page.items)
+            offset = page.pagination["next_page_offset"]
+    except RegistryRefusal as error:
+        raise _as_store_error(error) from None
     schema_version = None
     version_id = instance.get("agent_schema_version_id")
     if version_id:
         try:
-            schema_version = _run(store, account, "agent_schema_versions/get",
-                                  {"agent_schema_version_id": version_id})["details"]
-        except StoreError:
+            schema_version = service.get_schema_version(principal, SchemaVersionGet(version_id)).model_dump(mode="json")
+        except RegistryRefusal:
             schema_version = None
     return build_trace(spans[:MAX_TRACE_SPANS], schema_version=schema_version, instance=instance, stored=True)
 
 
 def agent_overview(store: Any, account: Any, agent_id: str) -> dict[str, Any]:
     """An agent, its risk roll-up (all versions) and each schema version as a view."""
-    agent = _run(store, account, "agents/show", {"agent_id": agent_id, "include_counts": True})["details"]
-    report = store.registry.agent_risk(_principal(account), agent["id"])
-    profile = store.registry.risk_profile(account)
-    versions: list[tuple[dict[str, Any], SchemaVersionView]] = []
-    for entry in reversed(report["schema_versions"]):
-        details = _run(store, account, "agent_schema_versions/get", {"agent_schema_version_id": entry["id"]})["details"]
-        versions.append((entry, schema_version_view(details, profile=profile)))
+    service, principal = _service(store), Principal(account)
+    try:
+        agent = service.show_agent(principal, AgentShow(agent_id=agent_id)).model_dump(mode="json")
+        report = service.agent_risk(principal, agent["id"]).model_dump(mode="json")
+        profile = service.risk_profile(principal)
+        versions: list[tuple[dict[str, Any], SchemaVersionView]] = []
+        for entry in reversed(report["schema_versions"]):
+            details = service.get_schema_version(principal, SchemaVersionGet(entry["id"])).model_dump(mode="json")
+            versions.append((entry, schema_version_view(details, profile=profile)))
+    except RegistryRefusal as error:
+        raise _as_store_error(error) from None
     from agentfolio.registry.risk import RiskFlag
 
     flags = [RiskFlag(f["code"], f["severity"], f["message"], tuple(f["span_types"])) for f in report["rollup"]["flags"]]

@@ -18,7 +18,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from agentfolio.api.commands import AccountOption, _fail, _open_store
-from agentfolio.store.registry import OpError, Principal
+from agentfolio.app.registry import (
+    AgentGet,
+    AgentList,
+    PageRequest,
+    Principal,
+    RegistryRefusal,
+    RegistryService,
+    Sorting,
+)
 
 agents_app = typer.Typer(name="agents", help="Agents of the registry: list them, their risk, deployment tokens.",
                          no_args_is_help=True)
@@ -44,13 +52,16 @@ def list_command(
     store = _open_store()
     try:
         principal = _principal(store, account)
-        outcome = store.registry.execute(principal, "agents/list", {"pagination[page_size]": str(limit),
-                                                                    "sorting": "-id"})
-        if outcome.status != 200:
-            _fail(outcome.body.get("message", "listing failed"))
-        agents = outcome.body["summaries"]
+        service = RegistryService(store)
+        try:
+            page = service.list_agents(principal, AgentList(page=PageRequest(0, limit, Sorting("id", "desc"))))
+        except RegistryRefusal as error:
+            _fail(error.message)
+        agents = [agent.model_dump(mode="json") for agent in page.items]
         if as_json:
-            sys.stdout.write(orjson.dumps(outcome.body, option=orjson.OPT_INDENT_2).decode() + "\n")
+            listed = {"status": "success", "summaries": agents, "pagination": page.pagination,
+                      "sorting": page.sorting}
+            sys.stdout.write(orjson.dumps(listed, option=orjson.OPT_INDENT_2).decode() + "\n")
             return
         table = Table(box=None, highlight=False)
         table.add_column("id", no_wrap=True, min_width=32)  # whole ids, even when piped
@@ -58,8 +69,8 @@ def list_command(
             table.add_column(column, overflow="fold")
         table.add_column("updated", no_wrap=True, min_width=27)
         for agent in agents:
-            counts = store.registry.execute(principal, "agents/get", {"agent_id": agent["id"]}).body
-            total = counts.get("details", {}).get("instance_counts", {}).get("total", 0)
+            counts = service.get_agent(principal, AgentGet(agent["id"])).instance_counts or {}
+            total = counts.get("total", 0)
             table.add_row(agent["id"], escape(agent["name"]), escape(agent["external_identifier"] or ""),
                           agent["status"], str(total), agent["updated_at"])
         if agents:
@@ -81,8 +92,8 @@ def risk_command(
     try:
         principal = _principal(store, account)
         try:
-            report = store.registry.agent_risk(principal, agent)
-        except OpError as error:
+            report = RegistryService(store).agent_risk(principal, agent).model_dump(mode="json")
+        except RegistryRefusal as error:
             _fail(error.message)
         if as_json:
             sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -142,12 +153,12 @@ def token_command(
     try:
         principal = _principal(store, account)
         try:
-            token, where = store.registry.create_deployment_token(principal.account, agent, environment=environment,
-                                                                  label=label)
-        except OpError as error:
+            made = RegistryService(store).create_deployment_token(principal, agent, environment=environment,
+                                                                   label=label)
+        except RegistryRefusal as error:
             _fail(error.message)
     finally:
         store.close()
-    sys.stdout.write(token + "\n")
-    stderr.print(f"deployment token for agent {where['agent_id']} in environment {where['environment_id']}: "
+    sys.stdout.write(made.token + "\n")
+    stderr.print(f"deployment token for agent {made.agent_id} in environment {made.environment_id}: "
                  "keep it, it is not shown again", highlight=False)
