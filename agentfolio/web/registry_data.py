@@ -33,8 +33,9 @@ from agentfolio.web.traces import Trace, build_trace
 MAX_TRACE_SPANS = 5000
 
 
-def _service(store: Any) -> RegistryService:
-    return RegistryService(store)
+def _service(folio: Any) -> RegistryService:
+    service: RegistryService = folio.registry
+    return service
 
 
 def _as_store_error(error: RegistryRefusal) -> StoreError:
@@ -42,12 +43,13 @@ def _as_store_error(error: RegistryRefusal) -> StoreError:
     return StoreNotFound(error.message) if isinstance(error, NotFound) else StoreError(error.message)
 
 
-def has_registry(store: Any) -> bool:
-    return store is not None and getattr(store, "registry", None) is not None
+def has_registry(folio: Any) -> bool:
+    """Whether the viewer has a store behind it (``folio``: an :class:`agentfolio.app.Agentfolio`)."""
+    return folio is not None and getattr(folio, "registry", None) is not None
 
 
-def list_agents(store: Any, account: Any, *, offset: int = 0, page_size: int = 50) -> tuple[list[dict[str, Any]], Any]:
-    service, principal = _service(store), Principal(account)
+def list_agents(folio: Any, account: Any, *, offset: int = 0, page_size: int = 50) -> tuple[list[dict[str, Any]], Any]:
+    service, principal = _service(folio), Principal(account)
     try:
         page = service.list_agents(principal, AgentList(page=PageRequest(offset, page_size, Sorting("name", "asc"))))
     except RegistryRefusal as error:
@@ -61,19 +63,19 @@ def list_agents(store: Any, account: Any, *, offset: int = 0, page_size: int = 5
     return agents, page.pagination
 
 
-def list_instances(store: Any, account: Any, *, agent_id: str | None = None, offset: int = 0,
+def list_instances(folio: Any, account: Any, *, agent_id: str | None = None, offset: int = 0,
                    page_size: int = 50) -> tuple[list[dict[str, Any]], Any]:
     command = InstanceList(page=PageRequest(offset, page_size, Sorting("inserted_at", "desc")), agent_id=agent_id,
                            include_risk_level=True)
     try:
-        page = _service(store).list_instances(Principal(account), command)
+        page = _service(folio).list_instances(Principal(account), command)
     except RegistryRefusal as error:
         raise _as_store_error(error) from None
     return [instance.model_dump(mode="json") for instance in page.items], page.pagination
 
 
-def instance_trace(store: Any, account: Any, instance_id: str) -> Trace:
-    service, principal = _service(store), Principal(account)
+def instance_trace(folio: Any, account: Any, instance_id: str) -> Trace:
+    service, principal = _service(folio), Principal(account)
     try:
         instance = service.get_instance(principal, InstanceGet(agent_instance_id=instance_id,
                                                                include_risk_level=True)).model_dump(mode="json")
@@ -97,9 +99,9 @@ def instance_trace(store: Any, account: Any, instance_id: str) -> Trace:
     return build_trace(spans[:MAX_TRACE_SPANS], schema_version=schema_version, instance=instance, stored=True)
 
 
-def agent_overview(store: Any, account: Any, agent_id: str) -> dict[str, Any]:
+def agent_overview(folio: Any, account: Any, agent_id: str) -> dict[str, Any]:
     """An agent, its risk roll-up (all versions) and each schema version as a view."""
-    service, principal = _service(store), Principal(account)
+    service, principal = _service(folio), Principal(account)
     try:
         agent = service.show_agent(principal, AgentShow(agent_id=agent_id)).model_dump(mode="json")
         report = service.agent_risk(principal, agent["id"]).model_dump(mode="json")

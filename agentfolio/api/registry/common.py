@@ -17,7 +17,7 @@ from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
 from starlette.concurrency import run_in_threadpool
 
-from agentfolio.api.auth import bearer, bearer_token, get_store
+from agentfolio.api.auth import bearer, bearer_token, get_folio
 from agentfolio.api.body import parse_body
 from agentfolio.api.errors import ApiError, json_response
 from agentfolio.app.registry import Command, Output, Page, Principal, RegistryService, SpanWritten
@@ -27,11 +27,8 @@ ERROR_STATUSES = (400, 401, 403, 404, 409, 422)
 
 
 def registry(request: Request) -> RegistryService:
-    """The app's registry service (one per app, on its store)."""
-    found = getattr(request.app.state, "registry_service", None)
-    if found is None:
-        found = request.app.state.registry_service = RegistryService(get_store(request))
-    return found
+    """The served application's registry service."""
+    return get_folio(request).registry
 
 
 def current_principal(request: Request,
