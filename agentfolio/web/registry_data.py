@@ -3,7 +3,8 @@
 Everything goes through the :class:`RegistryService` (the operations the Prefactor API
 answers with), as the signed-in account, so the viewer sees exactly what the API would
 show that account and never reaches around it.  Outputs are handed to the templates in
-their JSON form, the same shape a span export opened from a file has.
+their JSON form, the same shape a span export opened from a file has.  Refusals
+(``not_found`` …) propagate: the page guard answers them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from agentfolio.app.registry import (
     AgentShow,
     InstanceGet,
     InstanceList,
-    NotFound,
     PageRequest,
     Principal,
     RegistryRefusal,
@@ -24,9 +24,8 @@ from agentfolio.app.registry import (
     Sorting,
     SpanList,
 )
-from agentfolio.store.errors import NotFound as StoreNotFound
-from agentfolio.store.errors import StoreError
-from agentfolio.web.agents import SchemaVersionView, schema_version_view
+from agentfolio.registry.risk import RiskFlag
+from agentfolio.web.agents import SchemaVersionView, risk_badges, schema_version_view
 from agentfolio.web.traces import Trace, build_trace
 
 #: At most this many spans are drawn for one instance (the rest are counted).
@@ -38,11 +37,6 @@ def _service(folio: Any) -> RegistryService:
     return service
 
 
-def _as_store_error(error: RegistryRefusal) -> StoreError:
-    """The viewer answers store errors (404 for what is not there)."""
-    return StoreNotFound(error.message) if isinstance(error, NotFound) else StoreError(error.message)
-
-
 def has_registry(folio: Any) -> bool:
     """Whether the viewer has a store behind it (``folio``: an :class:`agentfolio.app.Agentfolio`)."""
     return folio is not None and getattr(folio, "registry", None) is not None
@@ -50,10 +44,7 @@ def has_registry(folio: Any) -> bool:
 
 def list_agents(folio: Any, account: Any, *, offset: int = 0, page_size: int = 50) -> tuple[list[dict[str, Any]], Any]:
     service, principal = _service(folio), Principal(account)
-    try:
-        page = service.list_agents(principal, AgentList(page=PageRequest(offset, page_size, Sorting("name", "asc"))))
-    except RegistryRefusal as error:
-        raise _as_store_error(error) from None
+    page = service.list_agents(principal, AgentList(page=PageRequest(offset, page_size, Sorting("name", "asc"))))
     agents = [agent.model_dump(mode="json") for agent in page.items]
     for agent in agents:
         try:
@@ -67,28 +58,22 @@ def list_instances(folio: Any, account: Any, *, agent_id: str | None = None, off
                    page_size: int = 50) -> tuple[list[dict[str, Any]], Any]:
     command = InstanceList(page=PageRequest(offset, page_size, Sorting("inserted_at", "desc")), agent_id=agent_id,
                            include_risk_level=True)
-    try:
-        page = _service(folio).list_instances(Principal(account), command)
-    except RegistryRefusal as error:
-        raise _as_store_error(error) from None
+    page = _service(folio).list_instances(Principal(account), command)
     return [instance.model_dump(mode="json") for instance in page.items], page.pagination
 
 
 def instance_trace(folio: Any, account: Any, instance_id: str) -> Trace:
     service, principal = _service(folio), Principal(account)
-    try:
-        instance = service.get_instance(principal, InstanceGet(agent_instance_id=instance_id,
-                                                               include_risk_level=True)).model_dump(mode="json")
-        spans: list[dict[str, Any]] = []
-        offset: int | None = 0
-        while offset is not None and len(spans) < MAX_TRACE_SPANS:
-            page = service.list_spans(principal, SpanList(
-                page=PageRequest(offset, 100, Sorting("started_at", "asc")), agent_instance_id=instance_id,
-                include_summaries=True))
-            spans.extend(span.model_dump(mode="json") for span in page.items)
-            offset = page.pagination["next_page_offset"]
-    except RegistryRefusal as error:
-        raise _as_store_error(error) from None
+    instance = service.get_instance(principal, InstanceGet(agent_instance_id=instance_id,
+                                                           include_risk_level=True)).model_dump(mode="json")
+    spans: list[dict[str, Any]] = []
+    offset: int | None = 0
+    while offset is not None and len(spans) < MAX_TRACE_SPANS:
+        page = service.list_spans(principal, SpanList(
+            page=PageRequest(offset, 100, Sorting("started_at", "asc")), agent_instance_id=instance_id,
+            include_summaries=True))
+        spans.extend(span.model_dump(mode="json") for span in page.items)
+        offset = page.pagination["next_page_offset"]
     schema_version = None
     version_id = instance.get("agent_schema_version_id")
     if version_id:
@@ -102,20 +87,14 @@ def instance_trace(folio: Any, account: Any, instance_id: str) -> Trace:
 def agent_overview(folio: Any, account: Any, agent_id: str) -> dict[str, Any]:
     """An agent, its risk roll-up (all versions) and each schema version as a view."""
     service, principal = _service(folio), Principal(account)
-    try:
-        agent = service.show_agent(principal, AgentShow(agent_id=agent_id)).model_dump(mode="json")
-        report = service.agent_risk(principal, agent["id"]).model_dump(mode="json")
-        profile = service.risk_profile(principal)
-        versions: list[tuple[dict[str, Any], SchemaVersionView]] = []
-        for entry in reversed(report["schema_versions"]):
-            details = service.get_schema_version(principal, SchemaVersionGet(entry["id"])).model_dump(mode="json")
-            versions.append((entry, schema_version_view(details, profile=profile)))
-    except RegistryRefusal as error:
-        raise _as_store_error(error) from None
-    from agentfolio.registry.risk import RiskFlag
-
-    flags = [RiskFlag(f["code"], f["severity"], f["message"], tuple(f["span_types"])) for f in report["rollup"]["flags"]]
-    from agentfolio.web.agents import risk_badges
-
+    agent = service.show_agent(principal, AgentShow(agent_id=agent_id)).model_dump(mode="json")
+    report = service.agent_risk(principal, agent["id"]).model_dump(mode="json")
+    profile = service.risk_profile(principal)
+    versions: list[tuple[dict[str, Any], SchemaVersionView]] = []
+    for entry in reversed(report["schema_versions"]):
+        details = service.get_schema_version(principal, SchemaVersionGet(entry["id"])).model_dump(mode="json")
+        versions.append((entry, schema_version_view(details, profile=profile)))
+    flags = [RiskFlag(f["code"], f["severity"], f["message"], tuple(f["span_types"]))
+             for f in report["rollup"]["flags"]]
     return {"agent": agent, "report": report, "versions": versions, "flags": flags, "profile": profile.name,
             "agent_badges": risk_badges(report["rollup"])}
