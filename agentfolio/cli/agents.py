@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING, Any, Optional
 import orjson
 import typer
 
-from agentfolio.errors import AgentfolioError
-
 from agentfolio.cli.output import AccountOption, Safe, clean, fail, open_folio
 from agentfolio.cli.output import stderr as _stderr
 from agentfolio.cli.output import stdout as _stdout
+from agentfolio.errors import AgentfolioError
 
 if TYPE_CHECKING:
     from agentfolio.app.registry import Principal

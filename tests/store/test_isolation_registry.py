@@ -12,8 +12,9 @@ with that one call unscoped: each run must fail.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -164,10 +165,11 @@ READS: list[tuple[str, Callable[[RegistryUnit, Holdings], Any]]] = [
 
 def test_a_unit_finds_nothing_of_another_account(two, store: Store) -> None:
     _, alice, bob = two
-    unseen = [what for what, read in READS if _read_in(store, alice, lambda unit: read(unit, alice)) in EMPTY]
+    unseen = [what for what, read in READS
+              if _read_in(store, alice, lambda unit, read=read: read(unit, alice)) in EMPTY]
     assert unseen == [], "each read must find alice's rows in alice's own unit"
     leaks = {what: found for what, read in READS
-             if (found := _read_in(store, bob, lambda unit: read(unit, alice))) not in EMPTY}
+             if (found := _read_in(store, bob, lambda unit, read=read: read(unit, alice))) not in EMPTY}
     assert leaks == {}, "reads in bob's unit found alice's rows"
 
 

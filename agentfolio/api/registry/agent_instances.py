@@ -3,7 +3,8 @@ get (polled by the SDK), record_quality, list, and our terminate (docs §4.3, §
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response

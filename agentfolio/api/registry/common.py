@@ -9,7 +9,8 @@ exception handler), so a route and the matching ``/api/v1/bulk`` item answer the
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import orjson
 from fastapi import Depends, Request

@@ -9,7 +9,8 @@ alike.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from agentfolio.app.registry import (
     AgentCreate,
@@ -117,8 +118,8 @@ def instance_finish(f: Fields) -> InstanceFinish:
 
 
 def instance_record_quality(f: Fields) -> InstanceRecordQuality:
-    return InstanceRecordQuality(agent_instance_id=_ref(f.get("agent_instance_id")), name=f.get("name"),
-                                 payload=f.get("payload"))
+    return InstanceRecordQuality(agent_instance_id=_ref(f.get("agent_instance_id")),
+                                 name=f.get("name"), payload=f.get("payload"))  # type: ignore[arg-type]
 
 
 def instance_terminate(f: Fields) -> InstanceTerminate:

@@ -6,7 +6,7 @@ refused request.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from agentfolio.errors import AgentfolioError
 from agentfolio.registry.errors import RegistryError
@@ -15,7 +15,7 @@ __all__ = ["BadRequest", "IdempotencyKeyReused", "InvalidAction", "InvalidValue"
            "RegistryRefusal", "Unexpected", "WriteConflict", "field_error", "from_domain", "not_found"]
 
 
-class RegistryRefusal(AgentfolioError):
+class RegistryRefusal(AgentfolioError):  # noqa: N818 - a refusal is an answer, not a failure
     """A registry operation refused; nothing it would have written is kept."""
 
     code = "bad_request"

@@ -22,11 +22,36 @@ from agentfolio.registry.listing import PageRequest, Sorting
 from agentfolio.registry.schema_versions import SchemaVersionDraft
 
 __all__ = [
-    "UNSET", "AgentCreate", "AgentDelete", "AgentGet", "AgentList", "AgentReinstate", "AgentRetire", "AgentShow",
-    "AgentUpdate", "Command", "InstanceFinish", "InstanceGet", "InstanceList", "InstanceRecordQuality",
-    "InstanceRegister", "InstanceStart", "InstanceTerminate", "PageRequest", "SchemaVersionCreate",
-    "SchemaVersionGet", "Sorting", "AGENT_SORT_FIELDS", "INSTANCE_SORT_FIELDS", "SPAN_SORT_FIELDS", "SpanCreate",
-    "SpanFinish", "SpanGet", "SpanList", "Unset", "fingerprint",
+    "AGENT_SORT_FIELDS",
+    "INSTANCE_SORT_FIELDS",
+    "SPAN_SORT_FIELDS",
+    "UNSET",
+    "AgentCreate",
+    "AgentDelete",
+    "AgentGet",
+    "AgentList",
+    "AgentReinstate",
+    "AgentRetire",
+    "AgentShow",
+    "AgentUpdate",
+    "Command",
+    "InstanceFinish",
+    "InstanceGet",
+    "InstanceList",
+    "InstanceRecordQuality",
+    "InstanceRegister",
+    "InstanceStart",
+    "InstanceTerminate",
+    "PageRequest",
+    "SchemaVersionCreate",
+    "SchemaVersionGet",
+    "Sorting",
+    "SpanCreate",
+    "SpanFinish",
+    "SpanGet",
+    "SpanList",
+    "Unset",
+    "fingerprint",
 ]
 
 PURPOSES = ("live", "smoke_test", "eval")
@@ -109,10 +134,10 @@ class AgentUpdate:
     OPERATION: ClassVar[str] = "agents/update"
     agent_id: str | None
     name: str | Unset = UNSET
-    description: str | None | Unset = UNSET
-    owner_person_id: str | None | Unset = UNSET
-    risk_profile_id: str | None | Unset = UNSET
-    team_id: str | None | Unset = UNSET
+    description: str | Unset | None = UNSET
+    owner_person_id: str | Unset | None = UNSET
+    risk_profile_id: str | Unset | None = UNSET
+    team_id: str | Unset | None = UNSET
     external_identifier: object = UNSET
 
     def __post_init__(self) -> None:

@@ -8,7 +8,7 @@ records keep an output's JSON and replay it through ``model_validate_json``.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer, SerializerFunctionWrapHandler, model_serializer
@@ -16,11 +16,11 @@ from pydantic import BaseModel, ConfigDict, PlainSerializer, SerializerFunctionW
 __all__ = ["Agent", "AgentActions", "Caller", "Control", "DeploymentToken", "Instance", "Page", "RiskReport",
            "SchemaVersion", "SchemaVersionRisk", "Span", "SpanWritten", "from_micros"]
 
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _wire_time(moment: datetime) -> str:
-    moment = moment.astimezone(timezone.utc)
+    moment = moment.astimezone(UTC)
     return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond:06d}Z"
 
 

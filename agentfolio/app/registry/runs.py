@@ -7,8 +7,10 @@ schema version (compiled once) and stored with the result.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, Mapping
+from itertools import islice
+from typing import Any
 
 import orjson
 
@@ -231,7 +233,7 @@ def _validate_quality(schema: Mapping[str, Any] | None, name: str, payload: Any)
         return {"status": "unchecked", "problems": [], "note": str(error)}
     problems = [{"part": "payload", "pointer": "".join(f"/{step}" for step in error.instance_path),
                  "schema_pointer": "".join(f"/{step}" for step in error.schema_path), "message": error.message[:300]}
-                for _, error in zip(range(20), validator.iter_errors(payload))]
+                for error in islice(validator.iter_errors(payload), 20)]
     return {"status": "invalid" if problems else "valid", "problems": problems, "note": None}
 
 
@@ -280,11 +282,11 @@ def _validate(compiled: CompiledSchemaVersion | None, schema_name: str, payload:
             state = "invalid"
         if sensitive:
             notes.append("payload is sensitive-encoded: the schema saw the {$sensitive, value} wrappers")
-        validation = SpanValidation(state, tuple(problems), "; ".join(notes) or None)  # type: ignore[arg-type]
+        validation = SpanValidation(state, tuple(problems), "; ".join(notes) or None)
     return validation
 
 
-def span_output(work: Work, row: Mapping[str, Any], *, summaries: bool = False, risk: RiskProfile | None = None,
+def span_output(work: Work, row: Mapping[Any, Any], *, summaries: bool = False, risk: RiskProfile | None = None,
                 decoded: tuple[Any, Any, Any] | None = None) -> Span:
     """``decoded``: (payload, result payload, validation) when the caller has them as objects."""
     compiled = work.unit.compiled(row["schema_version_id"])

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence, TypeVar, Union
+from typing import Any, TypeVar, Union, cast
 
 import orjson
 from sqlalchemy.exc import IntegrityError
@@ -205,41 +206,41 @@ class RegistryService:
     # ------------------------------------------------------------------ operations
 
     def create_agent(self, principal: Principal, command: AgentCreate, *, key: str | None = None) -> Agent:
-        return self.run(principal, command, key=key)
+        return cast(Agent, self.run(principal, command, key=key))
 
     def update_agent(self, principal: Principal, command: AgentUpdate, *, key: str | None = None) -> Agent:
-        return self.run(principal, command, key=key)
+        return cast(Agent, self.run(principal, command, key=key))
 
     def get_agent(self, principal: Principal, command: AgentGet) -> Agent:
-        return self.run(principal, command)
+        return cast(Agent, self.run(principal, command))
 
     def show_agent(self, principal: Principal, command: AgentShow) -> Agent:
-        return self.run(principal, command)
+        return cast(Agent, self.run(principal, command))
 
     def list_agents(self, principal: Principal, command: AgentList) -> Page[Agent]:
-        return self.run(principal, command)
+        return cast("Page[Agent]", self.run(principal, command))
 
     def get_schema_version(self, principal: Principal, command: SchemaVersionGet) -> SchemaVersion:
-        return self.run(principal, command)
+        return cast(SchemaVersion, self.run(principal, command))
 
     def register_instance(self, principal: Principal, command: InstanceRegister, *,
                           key: str | None = None) -> Instance:
-        return self.run(principal, command, key=key)
+        return cast(Instance, self.run(principal, command, key=key))
 
     def get_instance(self, principal: Principal, command: InstanceGet) -> Instance:
-        return self.run(principal, command)
+        return cast(Instance, self.run(principal, command))
 
     def list_instances(self, principal: Principal, command: InstanceList) -> Page[Instance]:
-        return self.run(principal, command)
+        return cast("Page[Instance]", self.run(principal, command))
 
     def create_span(self, principal: Principal, command: SpanCreate, *, key: str | None = None) -> SpanWritten:
-        return self.run(principal, command, key=key)
+        return cast(SpanWritten, self.run(principal, command, key=key))
 
     def get_span(self, principal: Principal, command: SpanGet) -> Span:
-        return self.run(principal, command)
+        return cast(Span, self.run(principal, command))
 
     def list_spans(self, principal: Principal, command: SpanList) -> Page[Span]:
-        return self.run(principal, command)
+        return cast("Page[Span]", self.run(principal, command))
 
     def run(self, principal: Principal, command: Any, *, key: object = None) -> Any:
         """Any operation by its input's type, in its own unit of work; the output type

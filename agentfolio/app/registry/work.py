@@ -4,8 +4,9 @@ which agent, instance or span a caller may reach, and which IDs it may choose.""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import orjson
 
@@ -104,7 +105,7 @@ class Work:
 
     def instance(self, instance_id: object, *, cached: bool = False) -> Any:
         if cached and instance_id in self.instances:
-            return self.instances[instance_id]  # type: ignore[index]
+            return self.instances[instance_id]
         row = self.unit.instances.get(instance_id) if ids.is_id(instance_id) else None  # type: ignore[arg-type]
         if row is None or (self.principal.deployed and row.agent_id != self.principal.agent_id):
             raise not_found("agent instance", instance_id)

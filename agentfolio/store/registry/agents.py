@@ -3,7 +3,8 @@ deployments, and the account's registry settings (risk profile)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy.engine import Row
 

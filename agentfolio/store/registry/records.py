@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -49,7 +50,7 @@ class Idempotency(Rows):
     def find_keys(self, keys: Iterable[str]) -> list[IdempotencyRecord]:
         """Every record whatever its operation whose key is one of ``keys``."""
         wanted = list(keys)
-        found = []
+        found: list[IdempotencyRecord] = []
         for start in range(0, len(wanted), 500):
             rows = self.conn.execute(self.scope.select(t_idempotency)
                                      .where(t_idempotency.c.key.in_(wanted[start:start + 500])))

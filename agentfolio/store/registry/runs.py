@@ -7,7 +7,8 @@ costs one round trip instead of thousands.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Row
@@ -37,7 +38,7 @@ SPAN_FILTERS = {"agent_id": t_spans.c.agent_id, "agent_instance_id": t_spans.c.i
 
 
 def _counts(rows: Iterable[Any]) -> dict[str, int]:
-    return {status: count for status, count in rows}
+    return dict(tuple(row) for row in rows)  # a Result has keys(): dict() would read it as a mapping
 
 
 class Instances(Rows):
@@ -98,9 +99,10 @@ class Spans(Rows):
     def instance_of(self, span_id: str) -> str | None:
         found = self.pending.get(span_id)
         if found is not None:
-            return found["instance_id"]
-        return self.conn.execute(self.scope.select(t_spans, t_spans.c.instance_id)
-                                 .where(t_spans.c.id == span_id)).scalar()
+            return str(found["instance_id"])
+        instance_id: str | None = self.conn.execute(self.scope.select(t_spans, t_spans.c.instance_id)
+                                                    .where(t_spans.c.id == span_id)).scalar()
+        return instance_id
 
     def status_counts(self, instance_id: str) -> dict[str, int]:
         self.flush()

@@ -4,9 +4,10 @@ record (public id, partition, default environment) and the compiled schema versi
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine

@@ -3,7 +3,8 @@ for a new object answers the same whether or not another account uses it."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -147,8 +148,8 @@ def test_an_id_another_account_uses_answers_as_a_fresh_one(store: Store) -> None
     for what, make in makers.items():
         taken = used[what]
         fresh = ids.new_id(alice_partition)  # in the same partition, used by nobody
-        code, message = _refusal(lambda: make(taken))
-        fresh_code, fresh_message = _refusal(lambda: make(fresh))
+        code, message = _refusal(lambda make=make, taken=taken: make(taken))
+        fresh_code, fresh_message = _refusal(lambda make=make, fresh=fresh: make(fresh))
         assert (code, message.replace(taken, "ID")) == (fresh_code, fresh_message.replace(fresh, "ID")), what
         assert "already used" not in message, what
 
