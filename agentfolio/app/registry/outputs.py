@@ -9,9 +9,9 @@ records keep an output's JSON and replay it through ``model_validate_json``.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 
 __all__ = ["Agent", "AgentActions", "Caller", "Control", "DeploymentToken", "Instance", "Page", "RiskReport",
            "SchemaVersion", "SchemaVersionRisk", "Span", "SpanWritten", "from_micros"]
@@ -34,16 +34,15 @@ def from_micros(us: int | None) -> datetime | None:
 
 class _Output(BaseModel):
     model_config = ConfigDict(frozen=True)
-    #: keys left out of the dump when ``None`` (extras a request did not ask for)
-    omitted_when_none: ClassVar[tuple[str, ...]] = ()
 
-    @model_serializer(mode="wrap")
-    def _leave_out_extras(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        for key in self.omitted_when_none:
-            if data.get(key, 0) is None:
-                del data[key]
-        return data
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def _extra() -> Any:
+    """An extra a request did not ask for: ``None``, and then left out of the dump."""
+    return Field(default=None, exclude_if=_is_none)
 
 
 class AgentActions(_Output):
@@ -54,7 +53,6 @@ class AgentActions(_Output):
 
 
 class Agent(_Output):
-    omitted_when_none = ("instance_counts", "risk_rollup", "risk_rollup_by_schema_version")
     type: Literal["agent"] = "agent"
     id: str
     account_id: str
@@ -71,9 +69,9 @@ class Agent(_Output):
     inserted_at: Timestamp
     updated_at: Timestamp
     #: instances per status (``total`` and ``finished`` too); left out of lists
-    instance_counts: dict[str, int] | None = None
-    risk_rollup: dict[str, Any] | None = None
-    risk_rollup_by_schema_version: dict[str, Any] | None = None
+    instance_counts: dict[str, int] | None = _extra()
+    risk_rollup: dict[str, Any] | None = _extra()
+    risk_rollup_by_schema_version: dict[str, Any] | None = _extra()
 
 
 class SchemaVersion(_Output):
@@ -92,7 +90,6 @@ class SchemaVersion(_Output):
 
 
 class Instance(_Output):
-    omitted_when_none = ("risk_score", "risk_level", "risk")
     type: Literal["agent_instance"] = "agent_instance"
     id: str
     account_id: str
@@ -114,13 +111,12 @@ class Instance(_Output):
     quality_payloads: dict[str, Any]
     quality_summaries: dict[str, Any]
     quality_validation: dict[str, Any]
-    risk_score: float | None = None
-    risk_level: str | None = None
-    risk: dict[str, Any] | None = None
+    risk_score: float | None = _extra()
+    risk_level: str | None = _extra()
+    risk: dict[str, Any] | None = _extra()
 
 
 class Span(_Output):
-    omitted_when_none = ("risk_score", "risk_level")
     type: Literal["agent_span"] = "agent_span"
     id: str
     account_id: str
@@ -142,8 +138,8 @@ class Span(_Output):
     validation: dict[str, Any]
     sensitive_encoding: bool
     session_id: str | None
-    risk_score: float | None = None
-    risk_level: str | None = None
+    risk_score: float | None = _extra()
+    risk_level: str | None = _extra()
 
 
 class Control(_Output):

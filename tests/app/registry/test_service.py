@@ -92,3 +92,24 @@ def test_deleting_an_agent_removes_its_runs(store: Store) -> None:
         service.get_instance(principal, InstanceGet(agent_instance_id=instance))
     listed = service.list_spans(principal, SpanList(page=PageRequest(0, 25, Sorting("id", "asc"))))
     assert listed.pagination["item_count"] == 0
+
+
+def test_extras_appear_only_when_asked_for(store: Store) -> None:
+    from agentfolio.app.registry import AgentList, AgentShow, SpanGet
+
+    service, principal, agent = setup(store)
+    instance = service.register_instance(principal, InstanceRegister(agent_id=agent, agent_version={})).id
+    span = service.create_span(principal, SpanCreate(agent_instance_id=instance, schema_name="x")).span
+    listed = service.list_agents(principal, AgentList()).items[0].model_dump(mode="json")
+    assert "instance_counts" not in listed and "risk_rollup" not in listed
+    shown = service.show_agent(principal, AgentShow(agent_id=agent)).model_dump(mode="json")
+    assert shown["instance_counts"]["total"] == 1 and "risk_rollup" not in shown
+    assert "risk_rollup" in service.show_agent(principal, AgentShow(agent_id=agent, include_risk_rollup=True)) \
+        .model_dump(mode="json")
+    plain = service.get_span(principal, SpanGet(agent_span_id=span.id)).model_dump(mode="json")
+    assert "risk_score" not in plain and plain["summary"] is None
+    assert plain["inserted_at"].endswith("Z") and len(plain["inserted_at"]) == len("2026-01-01T00:00:00.000000Z")
+    risky = service.get_span(principal, SpanGet(agent_span_id=span.id, include_risk_level=True))
+    assert "risk_score" in risky.model_dump(mode="json")
+    got = service.get_instance(principal, InstanceGet(agent_instance_id=instance)).model_dump(mode="json")
+    assert "risk_level" not in got
