@@ -22,7 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CALL = re.compile(r"\bscope\.(owns|select|count|exists|update|delete|insert|rows)\(")
-SUITE = ["tests/store/test_isolation.py"]
+#: The isolation suites: every ``tests/store/test_isolation*.py``.
+SUITE = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "tests" / "store").glob("test_isolation*.py"))
 
 
 def call_sites() -> list[tuple[str, int, str]]:
