@@ -73,6 +73,8 @@ class Conversation:
     remaining: int
     loaded_until: int
     export_url: str | None
+    #: Outcomes of requests not in the history, shown once the last entry is.
+    tail: list[html.OutcomeView] = field(default_factory=list)
 
 
 @dataclass
@@ -91,7 +93,8 @@ class Source:
         stop = min(total, start + page)
         return Conversation(self.title, self.subtitle, self.view, html.entry_views(self.view, start, stop),
                             self.problems if start == 0 else [], prefix, *self.next_links(stop, prefix),
-                            remaining=total - stop, loaded_until=stop, export_url=self.url + "/export.html")
+                            remaining=total - stop, loaded_until=stop, export_url=self.url + "/export.html",
+                            tail=html.unplaced_outcomes(self.view) if stop >= total else [])
 
     def next_links(self, stop: int, prefix: str) -> tuple[str | None, str | None]:
         if stop >= self.view.entry_count:
@@ -477,7 +480,8 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         prefix = "".join(ch for ch in prefix if ch.isalnum() or ch in "-_")[:20]
         conv = source.conversation(start, prefix=prefix, page=max(1, min(page, MAX_PAGE_ENTRIES)))
         body = html.render("entries_fragment.html", base=viewer.prefix, entries=conv.entries, prefix=prefix,
-                           next_url=conv.next_url, next_page=conv.next_page, remaining=conv.remaining)
+                           next_url=conv.next_url, next_page=conv.next_page, remaining=conv.remaining,
+                           tail=conv.tail)
         return HTMLResponse(body, headers=SECURITY_HEADERS)
 
     def _export(source: Source) -> Response:

@@ -123,6 +123,12 @@ class SegmentView:
     media: list[rules.Media] = field(default_factory=list)
     #: The content's JSON, for kinds shown raw.
     raw: Any = None
+    #: What the content carries beyond what its kind draws.
+    more: dict[str, Any] = field(default_factory=dict)
+    #: A tool result's exception (of the result beside a call, or of the result itself).
+    exception: str | None = None
+    #: Where a media or file segment's bytes are, shown whether they load or not.
+    source_url: str | None = None
 
 
 @dataclass(slots=True)
@@ -133,6 +139,8 @@ class MessageView:
     created_at: str | None
     segments: list[SegmentView]
     index: int
+    message_id: str | None = None
+    more: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -145,6 +153,17 @@ class EntryView:
     usage: str | None
     #: An entry of a kind we do not know: its JSON, shown as read.
     raw: Any = None
+    more: dict[str, Any] = field(default_factory=dict)
+    #: A compaction: what its summary replaced.
+    replaced: str | None = None
+    #: How the requests this entry ends came out (durable state 2.0).
+    outcomes: list[OutcomeView] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class OutcomeView:
+    outcome: rules.Outcome
+    messages: list[MessageView]
 
 
 @dataclass(slots=True)
@@ -154,6 +173,10 @@ class SessionView:
     totals: rules.TokenTotals
     tools: list[rules.ToolInfo]
     message_offsets: list[int]
+    #: Outcomes by the entry they follow (-1: requests not in the history).
+    outcome_places: dict[int, list[rules.Outcome]] = field(default_factory=dict)
+    model: str | None = None
+    properties: dict[str, Any] = field(default_factory=dict)
 
     @property
     def entry_count(self) -> int:
@@ -169,7 +192,19 @@ def session_view(session: Session) -> SessionView:
     for entry in session.entries:
         offsets.append(offsets[-1] + len(entry.items))
     return SessionView(session, rules.pair_tool_calls(session), rules.token_totals(session),
-                       rules.tools_of(session), offsets)
+                       rules.tools_of(session), offsets,
+                       outcome_places=rules.outcome_places(session, rules.outcomes(session)),
+                       model=rules.session_model(session), properties=rules.session_properties(session))
+
+
+def unplaced_outcomes(view: SessionView) -> list[OutcomeView]:
+    """Outcomes of requests the history does not hold, shown after it."""
+    return [_outcome_view(outcome, view.pairs) for outcome in view.outcome_places.get(-1, [])]
+
+
+def _outcome_view(outcome: rules.Outcome, pairs: rules.ToolPairs) -> OutcomeView:
+    return OutcomeView(outcome, [_message_view(message, pairs, number) for number, message in
+                                 enumerate(outcome.messages)])
 
 
 def entry_views(view: SessionView, start: int = 0, stop: int | None = None) -> list[EntryView]:
@@ -184,26 +219,35 @@ def entry_views(view: SessionView, start: int = 0, stop: int | None = None) -> l
         usage = rules.entry_usage(entry)
         messages = [_message_view(message, view.pairs, view.message_offsets[index] + number)
                     for number, message in enumerate(entry.items)]
-        result.append(EntryView(index, entry.kind, entry.created_at, entry.correlation_id, messages,
-                                rules.format_usage(usage) if usage is not None else None))
+        shown = EntryView(index, entry.kind, entry.created_at, entry.correlation_id, messages,
+                          rules.format_usage(usage) if usage is not None else None,
+                          more=rules.more_properties(entry, rules.ENTRY_DRAWN),
+                          outcomes=[_outcome_view(outcome, view.pairs)
+                                    for outcome in view.outcome_places.get(index, [])])
+        if entry.kind == "compaction":
+            shown.replaced = rules.compaction_range(view.session, index)
+        result.append(shown)
     return result
 
 
 def _message_view(message: Message, pairs: rules.ToolPairs, index: int) -> MessageView:
     role = message.role or "?"
     return MessageView(role, role_class(message.role), message.author_name, message.created_at,
-                       [segment_view(content, pairs) for content in message.items], index)
+                       [segment_view(content, pairs) for content in message.items], index,
+                       message.message_id, rules.more_properties(message, rules.MESSAGE_DRAWN))
 
 
 def segment_view(content: Any, pairs: rules.ToolPairs | None = None) -> SegmentView:
     kind = rules.segment_kind(content)
-    view = SegmentView(kind, content, folded=rules.is_folded(content, kind))
+    view = SegmentView(kind, content, folded=rules.is_folded(content, kind),
+                       more=rules.more_properties(content, rules.CONTENT_DRAWN) if kind != "raw" else {})
     if view.folded or kind in rules.FOLDED_KINDS:
         view.summary = rules.segment_summary(content, kind)
     if isinstance(content, FunctionCallContent):
         view.result = pairs.result_of(content) if pairs else None
         view.failed = rules.call_failed(view.result)
         view.anchor = _anchor(content.call_id)
+        view.exception = rules.call_exception(view.result)
         if view.result is not None:
             view.media = rules.find_media(view.result.result)
     elif isinstance(content, FunctionResultContent):
@@ -211,14 +255,17 @@ def segment_view(content: Any, pairs: rules.ToolPairs | None = None) -> SegmentV
         view.failed = rules.call_failed(content)
         view.call_name = pairs.call_names.get(content.call_id or "") if pairs else None
         view.anchor = _anchor(content.call_id)
+        view.exception = rules.call_exception(content)
         if not view.paired:
             view.media = rules.find_media(content.result)
     elif kind == "media":
         media = rules.content_media(content)
         view.media = [media] if media else []
+        view.source_url = rules.media_source(content)
     elif kind in ("raw", "error", "part", "file"):
         view.raw = content.to_json_value()
         view.media = rules.find_media(view.raw)
+        view.source_url = rules.media_source(content)
     return view
 
 
@@ -247,7 +294,7 @@ def environment() -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(markdown=render_markdown, json=_json_filter, json_cut=_json_cut, size=rules.human_size,
                        usage=lambda usage: rules.format_usage(usage) if usage is not None else "tokens: not reported",
-                       time=short_time, one_line=rules.one_line)
+                       time=short_time, one_line=rules.one_line, url=rules.shown_url)
     env.globals.update(json_limit=JSON_PREVIEW_CHARS, long_text_chars=rules.LONG_TEXT_CHARS,
                        body_media=lambda part: rules.find_media(part.to_dict(), limit=1))
     return env
@@ -273,6 +320,7 @@ def export_html(session: Session, *, title: str, problems: Sequence[Any] = (),
     script = static_text("viewer.js").replace("</", "<\\/")
     css = static_text("viewer.css")
     return render("export.html", title=title, subtitle=subtitle, view=view, entries=entry_views(view),
+                  tail=unplaced_outcomes(view),
                   problems=list(problems), css=Markup(css), script=Markup(script),
                   script_hash=_sha256(script), style_hash=_sha256(css))
 
