@@ -166,6 +166,32 @@ class Sessions:
         parts = (body if refs is None else unpack_body(body, refs, fetch) for body, refs in bodies)
         return self._info(row), assemble(row.head, row.history_at, parts)
 
+    def get_window(self, account: Account, session_id: str, start: int, stop: int) -> tuple[SessionInfo, bytes]:
+        """The session's durable state with only entries ``start`` to ``stop`` (positions) in
+        its history, and its info: what a viewer needs to draw one screen, read through the
+        entries' primary key, so it costs the same at any length."""
+        start, stop = max(0, start), max(0, stop)
+        with self.engine.connect() as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execution_options(isolation_level="REPEATABLE READ")
+            with connection.begin():
+                row = connection.execute(sa.select(*_INFO_COLUMNS, sessions.c.head, sessions.c.history_at)
+                                         .where(self._visible(account, session_id))).first()
+                if row is None:
+                    raise NotFound(f"no session {session_id!r}")
+                bodies = connection.execute(sa.select(entries.c.body, entries.c.blobs)
+                                            .where(entries.c.session_pk == row.pk, entries.c.position >= start,
+                                                   entries.c.position < stop)
+                                            .order_by(entries.c.position)).all() if stop > start else []
+        prefix = self._blob_prefix(account, row.pk)
+
+        def fetch(digest: str) -> bytes:
+            return self.blobs.get(f"{prefix}/{digest}")
+
+        parts = (body if refs is None else unpack_body(body, refs, fetch) for body, refs in bodies)
+        head, history_at = head_with_history(row.head, row.history_at)
+        return self._info(row), assemble(head, history_at, parts)
+
     def get_document(self, account: Account, session_id: str) -> tuple[SessionInfo, dict[str, Any]]:
         info, data = self.get_bytes(account, session_id)
         return info, orjson.loads(data)

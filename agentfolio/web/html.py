@@ -168,33 +168,54 @@ class OutcomeView:
 
 @dataclass(slots=True)
 class SessionView:
+    """What pages of one session share. A *window* (``partial``) holds only entries
+    ``offset``.. of ``total``: enough to draw a screen of a long stored session without
+    reading the rest; what needs the whole history (token totals, the tools, validation)
+    is then ``None`` and is drawn later from the whole view."""
+
     session: Session
     pairs: rules.ToolPairs
-    totals: rules.TokenTotals
-    tools: list[rules.ToolInfo]
+    totals: rules.TokenTotals | None
+    tools: list[rules.ToolInfo] | None
     message_offsets: list[int]
     #: Outcomes by the entry they follow (-1: requests not in the history).
     outcome_places: dict[int, list[rules.Outcome]] = field(default_factory=dict)
     model: str | None = None
     properties: dict[str, Any] = field(default_factory=dict)
+    offset: int = 0
+    total: int | None = None
+
+    @property
+    def partial(self) -> bool:
+        return self.total is not None and (self.offset > 0 or self.offset + len(self.session.entries) < self.total)
 
     @property
     def entry_count(self) -> int:
-        return len(self.session.entries)
+        return self.total if self.total is not None else len(self.session.entries)
 
     @property
-    def message_count(self) -> int:
+    def message_count(self) -> int | None:
+        if self.partial:
+            return None
         return self.message_offsets[-1] if self.message_offsets else 0
 
 
-def session_view(session: Session) -> SessionView:
+def session_view(session: Session, *, offset: int = 0, total: int | None = None) -> SessionView:
+    """The view of a whole session, or (``offset``, ``total``) of a window of one."""
     offsets = [0]
     for entry in session.entries:
         offsets.append(offsets[-1] + len(entry.items))
-    return SessionView(session, rules.pair_tool_calls(session), rules.token_totals(session),
-                       rules.tools_of(session), offsets,
-                       outcome_places=rules.outcome_places(session, rules.outcomes(session)),
-                       model=rules.session_model(session), properties=rules.session_properties(session))
+    places = rules.outcome_places(session, rules.outcomes(session))
+    view = SessionView(session, rules.pair_tool_calls(session), None, None, offsets,
+                       model=rules.session_model(session), properties=rules.session_properties(session),
+                       offset=offset, total=total)
+    if view.partial:
+        # Where an outcome goes is known only within the window; the whole view places the rest.
+        view.outcome_places = {index + offset: found for index, found in places.items() if index >= 0}
+    else:
+        view.outcome_places = places
+        view.totals, view.tools = rules.token_totals(session), rules.tools_of(session)
+    return view
 
 
 def unplaced_outcomes(view: SessionView) -> list[OutcomeView]:
@@ -209,15 +230,16 @@ def _outcome_view(outcome: rules.Outcome, pairs: rules.ToolPairs) -> OutcomeView
 
 def entry_views(view: SessionView, start: int = 0, stop: int | None = None) -> list[EntryView]:
     entries = view.session.entries
-    stop = len(entries) if stop is None else min(stop, len(entries))
+    end = view.offset + len(entries)
+    stop = end if stop is None else min(stop, end)
     result = []
-    for index in range(max(0, start), stop):
-        entry = entries[index]
+    for index in range(max(view.offset, start), stop):
+        entry = entries[index - view.offset]
         if isinstance(entry, OpaqueEntry):
             result.append(EntryView(index, entry.kind, None, None, [], None, raw=entry.to_json_value()))
             continue
         usage = rules.entry_usage(entry)
-        messages = [_message_view(message, view.pairs, view.message_offsets[index] + number)
+        messages = [_message_view(message, view.pairs, view.message_offsets[index - view.offset] + number)
                     for number, message in enumerate(entry.items)]
         shown = EntryView(index, entry.kind, entry.created_at, entry.correlation_id, messages,
                           rules.format_usage(usage) if usage is not None else None,
