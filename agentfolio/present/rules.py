@@ -9,9 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentfolio.model import (
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    ResponseEntry,
+    Session,
+    Usage,
+    UsageContent,
+)
 from agentfolio.model.analysis import LONG_TEXT_CHARS, MEDIA_CLASSES, call_failed, media_class
-from agentfolio.model import (FunctionCallContent, FunctionResultContent, Message, ResponseEntry, Session, Usage,
-                              UsageContent)
 from agentfolio.model.base import Record
 
 ROLE_STYLES: dict[str, str] = {
@@ -459,9 +466,7 @@ def more_properties(record: object, drawn: frozenset[str] | set[str] = frozenset
         value = getattr(record, name)
         if value is not None:
             found[fields[name].alias or name] = _plain(value)
-    for key, value in record.extra.items():
-        if key not in DRAWN_EXTRAS:
-            found[key] = value
+    found.update((key, value) for key, value in record.extra.items() if key not in DRAWN_EXTRAS)
     return found
 
 

@@ -138,7 +138,8 @@ class MessageView:
     author: str | None
     created_at: str | None
     segments: list[SegmentView]
-    index: int
+    #: ``<entry>.<message>``: where the message stands, the same in a window and in the whole.
+    index: str
     message_id: str | None = None
     more: dict[str, Any] = field(default_factory=dict)
 
@@ -224,8 +225,8 @@ def unplaced_outcomes(view: SessionView) -> list[OutcomeView]:
 
 
 def _outcome_view(outcome: rules.Outcome, pairs: rules.ToolPairs) -> OutcomeView:
-    return OutcomeView(outcome, [_message_view(message, pairs, number) for number, message in
-                                 enumerate(outcome.messages)])
+    return OutcomeView(outcome, [_message_view(message, pairs, f"{outcome.correlation_id}.{number}")
+                                 for number, message in enumerate(outcome.messages)])
 
 
 def entry_views(view: SessionView, start: int = 0, stop: int | None = None) -> list[EntryView]:
@@ -239,7 +240,7 @@ def entry_views(view: SessionView, start: int = 0, stop: int | None = None) -> l
             result.append(EntryView(index, entry.kind, None, None, [], None, raw=entry.to_json_value()))
             continue
         usage = rules.entry_usage(entry)
-        messages = [_message_view(message, view.pairs, view.message_offsets[index - view.offset] + number)
+        messages = [_message_view(message, view.pairs, f"{index}.{number}")
                     for number, message in enumerate(entry.items)]
         shown = EntryView(index, entry.kind, entry.created_at, entry.correlation_id, messages,
                           rules.format_usage(usage) if usage is not None else None,
@@ -252,7 +253,7 @@ def entry_views(view: SessionView, start: int = 0, stop: int | None = None) -> l
     return result
 
 
-def _message_view(message: Message, pairs: rules.ToolPairs, index: int) -> MessageView:
+def _message_view(message: Message, pairs: rules.ToolPairs, index: str) -> MessageView:
     role = message.role or "?"
     return MessageView(role, role_class(message.role), message.author_name, message.created_at,
                        [segment_view(content, pairs) for content in message.items], index,
