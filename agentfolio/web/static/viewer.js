@@ -56,8 +56,10 @@
     var buttons = document.querySelectorAll(".toggle-raw");
     for (var i = 0; i < buttons.length; i++) {
       buttons[i].setAttribute("aria-pressed", raw ? "true" : "false");
-      buttons[i].textContent = raw ? "Rendered" : "Raw";
-      buttons[i].title = raw ? "Show text rendered from markdown" : "Show the text as written, newlines kept";
+      // The button names the state the page is in, not the one a click leads to.
+      buttons[i].textContent = raw ? "Raw: on" : "Raw: off";
+      buttons[i].title = raw ? "Text is shown as written, newlines kept; click to render markdown"
+                             : "Markdown is rendered; click to show the text as written";
     }
     store.setItem(RAW, raw ? "1" : "0");
   }
