@@ -81,6 +81,10 @@ class Conversation:
     tail: list[html.OutcomeView] = field(default_factory=list)
     #: Where totals, tools and validation come from when ``view`` is a window.
     summary_url: str | None = None
+    #: The session's page (links to an entry are made from it) and the first entry a link
+    #: must name as ``start`` (those before it are on the page's first screen).
+    page_url: str | None = None
+    linked_from: int = 0
 
 
 @dataclass
@@ -101,7 +105,8 @@ class Source:
                             self.problems if start == 0 else [], prefix, *self.next_links(stop, prefix),
                             remaining=total - stop, loaded_until=stop, export_url=self.url + "/export.html",
                             tail=html.unplaced_outcomes(self.view) if stop >= total else [],
-                            summary_url=self.url + "/summary" if self.view.partial else None)
+                            summary_url=self.url + "/summary" if self.view.partial else None,
+                            page_url=self.url, linked_from=stop if start == 0 else 0)
 
     def next_links(self, stop: int, prefix: str) -> tuple[str | None, str | None]:
         if stop >= self.view.entry_count:

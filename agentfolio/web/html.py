@@ -24,7 +24,7 @@ import nh3
 import orjson
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markdown_it import MarkdownIt
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from agentfolio.model import FunctionCallContent, FunctionResultContent, Message, OpaqueEntry, Session
 from agentfolio.present import rules
@@ -72,6 +72,122 @@ def pretty_json(value: Any, limit: int = JSON_PREVIEW_CHARS) -> tuple[str, int]:
     if len(text) > limit:
         return text[:limit], len(text) - limit
     return text, 0
+
+
+# -- JSON as a tree ------------------------------------------------------------------------
+
+#: Most nodes one tree draws; a bigger value is shown as indented text (cut at JSON_PREVIEW_CHARS).
+TREE_NODES = 4000
+#: Deeper than this, a value is shown as indented text inside its node.
+TREE_DEPTH = 40
+#: Objects and arrays open down to this depth; deeper ones start folded.
+TREE_OPEN_DEPTH = 2
+#: Strings longer than this show their start and a "show" button for the rest.
+STRING_SHOWN = 240
+#: A string's characters kept in the page at most (the rest is counted, not sent).
+STRING_KEPT = 200_000
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-\n")
+
+
+def _looks_base64(text: str) -> bool:
+    sample = text[:400]
+    return len(text) >= 120 and " " not in sample and all(ch in _BASE64 for ch in sample)
+
+
+def _parsed_string(value: Any) -> Any:
+    """A string holding a JSON object or array, parsed; anything else as it is."""
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in ("{", "[") and len(stripped) < 2_000_000:
+            try:
+                return orjson.loads(stripped)
+            except orjson.JSONDecodeError:
+                return value
+    return value
+
+
+def _count_nodes(value: Any, budget: int) -> int:
+    """Nodes in ``value``, counting stops past ``budget``."""
+    count, stack = 0, [value]
+    while stack and count <= budget:
+        node = stack.pop()
+        count += 1
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count
+
+
+def json_tree(value: Any, label: str | None = None) -> Markup | None:
+    """``value`` as a collapsible tree (objects and arrays fold, long strings show their
+    start with a "show" for the rest, every value has a copy button), or None when it is
+    a plain scalar or too big for one (shown as indented text instead).  Every key and
+    value is escaped here; nothing reaches the page as markup."""
+    value = _parsed_string(value)
+    if not isinstance(value, (dict, list)) or _count_nodes(value, TREE_NODES) > TREE_NODES:
+        return None
+    out: list[str] = ['<div class="json json-tree" role="group"',
+                      f' aria-label="{escape(label)}"' if label else "", ">",
+                      '<button type="button" class="copy copy-json" aria-label="Copy this JSON" title="Copy this JSON">'
+                      "</button>"]
+    _tree_node(out, value, None, 0)
+    out.append("</div>")
+    return Markup("".join(out))
+
+
+def _tree_key(out: list[str], key: str | int | None) -> None:
+    if isinstance(key, int):
+        out.append(f'<span class="jt-index">{key}</span>: ')
+    elif key is not None:
+        out.append(f'<span class="jt-key">{escape(orjson.dumps(key).decode())}</span>: ')
+
+
+def _tree_node(out: list[str], value: Any, key: str | int | None, depth: int) -> None:
+    if isinstance(value, (dict, list)) and value:
+        if depth >= TREE_DEPTH:
+            out.append('<div class="jt-leaf">')
+            _tree_key(out, key)
+            out.append(f'<span class="jt-deep" data-type="json">{escape(pretty_json(value)[0])}</span></div>')
+            return
+        is_dict = isinstance(value, dict)
+        size = len(value)
+        noun = ("key" if size == 1 else "keys") if is_dict else ("item" if size == 1 else "items")
+        out.append(f'<details class="jt-node" data-type="{"object" if is_dict else "array"}"'
+                   f'{" open" if depth < TREE_OPEN_DEPTH else ""}><summary>')
+        _tree_key(out, key)
+        out.append(f'<span class="jt-brace">{"{" if is_dict else "["}</span>'
+                   f'<span class="jt-count">{size:,} {noun}</span></summary><div class="jt-children">')
+        items = value.items() if is_dict else enumerate(value)
+        for child_key, child in items:
+            _tree_node(out, child, str(child_key) if is_dict else child_key, depth + 1)
+        out.append(f'</div><span class="jt-brace jt-close">{"}" if is_dict else "]"}</span></details>')
+        return
+    out.append('<div class="jt-leaf">')
+    _tree_key(out, key)
+    if isinstance(value, str):
+        out.append('<span class="jt-str" data-type="string">"')
+        if len(value) > STRING_SHOWN:
+            kept = value[:STRING_KEPT]
+            shown = 80 if _looks_base64(value) else STRING_SHOWN
+            kind = "base64 " if _looks_base64(value) else ""
+            out.append(f'<span class="jt-v">{escape(kept[:shown])}</span>'
+                       f'<span class="jt-v jt-rest" hidden>{escape(kept[shown:])}</span>"</span>'
+                       f'<button type="button" class="jt-show" aria-expanded="false">show {len(value) - shown:,} more '
+                       f'{kind}characters</button>')
+            if len(value) > STRING_KEPT:
+                out.append(f'<span class="dim jt-cut">… {len(value) - STRING_KEPT:,} characters not sent to the '
+                           "page (the export and the API have them)</span>")
+        else:
+            out.append(f'<span class="jt-v">{escape(value)}</span>"</span>')
+    else:
+        text = "{}" if value == {} else "[]" if value == [] else orjson.dumps(value).decode() \
+            if isinstance(value, (bool, int, float)) or value is None else escape(repr(value))
+        kind = "null" if value is None else "bool" if isinstance(value, bool) else \
+            "number" if isinstance(value, (int, float)) else "empty"
+        out.append(f'<span class="jt-{kind}" data-type="{kind}">{text}</span>')
+    out.append('<button type="button" class="copy copy-value" aria-label="Copy this value" title="Copy this value">'
+               "</button></div>")
 
 
 def short_time(value: Any) -> str:
@@ -318,7 +434,7 @@ def environment() -> Environment:
     env.filters.update(markdown=render_markdown, json=_json_filter, json_cut=_json_cut, size=rules.human_size,
                        usage=lambda usage: rules.format_usage(usage) if usage is not None else "tokens: not reported",
                        time=short_time, one_line=rules.one_line, url=rules.shown_url)
-    env.globals.update(json_limit=JSON_PREVIEW_CHARS, long_text_chars=rules.LONG_TEXT_CHARS,
+    env.globals.update(json_tree=json_tree, json_limit=JSON_PREVIEW_CHARS, long_text_chars=rules.LONG_TEXT_CHARS,
                        body_media=lambda part: rules.find_media(part.to_dict(), limit=1))
     return env
 
