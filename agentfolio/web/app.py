@@ -28,7 +28,7 @@ from importlib import resources
 from typing import Any, Callable, Iterator
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -40,6 +40,7 @@ from agentfolio.web import html
 from agentfolio.web import agents as agent_views
 from agentfolio.web import registry_data
 from agentfolio.app.documents import schema_version_of
+from agentfolio.web.csrf import refuse_cross_site
 from agentfolio.web.documents import Opened, OpenedFiles, open_bytes
 from agentfolio.web.traces import trace_from_document
 
@@ -310,7 +311,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
                       opened: OpenedFiles | None = None) -> APIRouter:
     """The viewer's routes; include it in an app (``app.include_router(router)``)."""
     viewer = WebViewer(folio=folio, account=account, prefix=prefix.rstrip("/"), opened=opened or OpenedFiles())
-    router = APIRouter(prefix=viewer.prefix, include_in_schema=False)
+    router = APIRouter(prefix=viewer.prefix, include_in_schema=False, dependencies=[Depends(refuse_cross_site)])
     for name in ("session.html", "entries_fragment.html", "sessions.html", "trace.html", "agents.html"):
         html.environment().get_template(name)  # compiled now, not on someone's first page
     html.render_markdown("*warm*")

@@ -1,6 +1,6 @@
 """The viewer's reads of the stored registry: agents, instances and their spans.
 
-Everything goes through ``store.store.registry.execute`` (the same operations the Prefactor
+Everything goes through ``folio.store.registry.execute`` (the same operations the Prefactor
 API answers with), as the signed-in account, so the viewer sees exactly what the API
 would show that account and never reaches around it.
 """
@@ -18,7 +18,7 @@ MAX_TRACE_SPANS = 5000
 
 
 def _principal(account: Any) -> Any:
-    from agentfolio.store.store.registry import Principal
+    from agentfolio.store.registry import Principal
 
     return Principal(account)
 
@@ -33,7 +33,7 @@ def _run(store: Any, account: Any, operation: str, fields: dict[str, Any]) -> di
 
 
 def has_registry(store: Any) -> bool:
-    return store is not None and getattr(store, "registry", None) is not None
+    return store is not None and getattr(store.store, "registry", None) is not None
 
 
 def list_agents(store: Any, account: Any, *, offset: int = 0, page_size: int = 50) -> tuple[list[dict[str, Any]], Any]:
