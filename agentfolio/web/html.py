@@ -181,13 +181,26 @@ def _tree_node(out: list[str], value: Any, key: str | int | None, depth: int) ->
         else:
             out.append(f'<span class="jt-v">{escape(value)}</span>"</span>')
     else:
-        text = "{}" if value == {} else "[]" if value == [] else orjson.dumps(value).decode() \
-            if isinstance(value, (bool, int, float)) or value is None else escape(repr(value))
+        text = _scalar_text(value)
         kind = "null" if value is None else "bool" if isinstance(value, bool) else \
             "number" if isinstance(value, (int, float)) else "empty"
         out.append(f'<span class="jt-{kind}" data-type="{kind}">{text}</span>')
     out.append('<button type="button" class="copy copy-value" aria-label="Copy this value" title="Copy this value">'
                "</button></div>")
+
+
+def _scalar_text(value: Any) -> str:
+    """A scalar (or empty container) as JSON writes it; integers of any size, as Python's
+    JSON reader may hand them over; anything else by its escaped repr."""
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return orjson.dumps(value).decode()
+    if value == {} or value == []:
+        return "{}" if value == {} else "[]"
+    return str(escape(repr(value)))
 
 
 def short_time(value: Any) -> str:
