@@ -7,7 +7,8 @@ Screenshots: ``test-output/screenshots/json-*.png``.
 from __future__ import annotations
 
 import base64
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import orjson
 import pytest

@@ -6,7 +6,8 @@ Screenshots: ``test-output/screenshots/layout-*.png``.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
