@@ -258,6 +258,11 @@ class SegmentView:
     exception: str | None = None
     #: Where a media or file segment's bytes are, shown whether they load or not.
     source_url: str | None = None
+    #: A text's sources; reasoning the provider hid; a call the provider ran and what it did.
+    citations: list[rules.CitationLink] = field(default_factory=list)
+    redacted: bool = False
+    server: bool = False
+    details: Any = None
 
 
 @dataclass(slots=True)
@@ -395,7 +400,11 @@ def segment_view(content: Any, pairs: rules.ToolPairs | None = None) -> SegmentV
                        more=rules.more_properties(content, rules.CONTENT_DRAWN) if kind != "raw" else {})
     if view.folded or kind in rules.FOLDED_KINDS:
         view.summary = rules.segment_summary(content, kind)
+    view.citations = rules.citations(content)
+    view.redacted = rules.is_redacted(content)
     if isinstance(content, FunctionCallContent):
+        view.server = rules.is_server_call(content)
+        view.details = rules.server_details(content) or None
         view.result = pairs.result_of(content) if pairs else None
         view.failed = rules.call_failed(view.result)
         view.anchor = _anchor(content.call_id)

@@ -57,3 +57,13 @@ def test_a_document_of_no_known_kind_keeps_its_json_to_show() -> None:
 
     found = identify_bytes(b'{"hello": [1, 2]}', name="x.json")
     assert found.kind == "invalid" and found.document == {"hello": [1, 2]}
+
+
+def test_provider_transcripts_are_detected_and_converted_with_losses_into_them() -> None:
+    for folder, name in (("anthropic", "anthropic"), ("openai_responses", "openai-responses"), ("gemini", "gemini"),
+                         ("langchain", "langchain"), ("a2a", "a2a")):
+        document = orjson.loads((FIXTURES / folder / "gallery.json").read_bytes())
+        report = convert_report(document, to="openai-chat").to_json()
+        assert report["from"] == name and report["valid"] is True
+        assert report["losses"], f"{name}: something of it has no Chat Completions form"
+        assert convert_report(document, to=name).to_json()["document"] == document
