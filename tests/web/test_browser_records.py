@@ -72,8 +72,8 @@ def test_a_1_2_compaction_shows_its_summary_and_the_range_it_replaced(page: Any)
 
 
 #: Fixtures with a test of their own below or above; every other one is opened here.
-CHECKED_ALONE = {"durable_state/shared-durable-agent-state-2.0.json", "durable_state/python-durable-agent-state-1.2.json",
-                 "envelope/gallery.json"}
+CHECKED_ALONE = {"durable_state/shared-durable-agent-state-2.0.json",
+                 "durable_state/python-durable-agent-state-1.2.json", "envelope/gallery.json"}
 OTHERS = sorted(str(path.relative_to(FIXTURES)) for path in FIXTURES.rglob("*.json")
                 if str(path.relative_to(FIXTURES)) not in CHECKED_ALONE)
 
