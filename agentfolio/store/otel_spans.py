@@ -39,10 +39,8 @@ from agentfolio.registry.spans import CompiledSchemaVersion, SpanProblem, SpanVa
 from agentfolio.store.accounts import Account
 from agentfolio.store.engine import read_transaction, write_transaction
 from agentfolio.store.errors import StoreError
-from agentfolio.store.registry import Registry
-from agentfolio.store.registry.bulk import _insert_many
-from agentfolio.store.registry.rows import _ensure_deployment
-from agentfolio.store.registry.values import AccountInfo, now_us
+from agentfolio.store.registry import AccountRecord, RegistryStore, RegistryUnit
+from agentfolio.store.registry.bulk import insert_many
 from agentfolio.store.registry_tables import (
     registry_agent_versions as t_versions,
 )
@@ -87,12 +85,12 @@ class WrittenSpans:
 class OtelSpans:
     """Writes and reads OTel spans in the registry tables of one store."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: RegistryStore) -> None:
         self.registry = registry
         self.engine = registry.engine
 
     def write(self, account: Account, spans: list[MappedSpan]) -> WrittenSpans:
-        info = self.registry.account_info(account)
+        info = self.registry.account(account.pk)
         for attempt in range(3):
             try:
                 with write_transaction(self.engine) as connection:
@@ -121,12 +119,14 @@ class OtelSpans:
 
 
 class _Write:
-    def __init__(self, registry: Registry, connection: Connection, info: AccountInfo) -> None:
+    def __init__(self, registry: RegistryStore, connection: Connection, info: AccountRecord) -> None:
         self.registry = registry
         self.conn = connection
         self.info = info
         self.pk = info.account_pk
-        self.stamp = now_us()
+        # The account's repositories in this transaction: deployments and compiled versions.
+        self.unit = RegistryUnit(connection, info.account_pk, registry.versions)
+        self.stamp = time.time_ns() // 1000
         self._ids: dict[tuple[str, str], str] = {}
 
     def _id(self, trace_id: str, span_id: str) -> str:
@@ -182,7 +182,7 @@ class _Write:
             result.instances.add((agent_id, instance_id))
             if mapped.is_llm:
                 result.sessions.add(mapped.session_id)
-        _insert_many(self.conn, t_spans, rows)
+        insert_many(self.conn, t_spans, rows)
         self._rehome(fresh, agent_of, agents, instance_of)
         self._found_children(list(fresh))
         result.inserted = len(rows)
@@ -266,7 +266,7 @@ class _Write:
     def _declare(self, agent_id: str, seen: set[str]) -> CompiledSchemaVersion:
         version_id = self.conn.execute(sa.select(t_agents.c.current_schema_version_id).where(
             t_agents.c.id == agent_id)).scalar()
-        compiled = self.registry.versions.get(version_id) if version_id else None
+        compiled = self.unit.compiled(version_id)
         declared = dict(compiled.span_types) if compiled else {}
         missing = sorted(seen - declared.keys())
         if compiled is not None and not missing:
@@ -289,8 +289,17 @@ class _Write:
         self.conn.execute(sa.update(t_deployments).where(t_deployments.c.agent_id == agent_id).values(
             current_schema_version_id=new_id, updated_at=self.stamp))
         compiled = CompiledSchemaVersion.from_draft(draft, new_id)
-        self.registry.versions.put(compiled)
+        self.unit.remember(compiled)
         return compiled
+
+    def _deployment(self, agent_id: str, environment_id: str) -> str:
+        found = self.unit.deployments.find(agent_id, environment_id)
+        if found:
+            return found
+        deployment_id = ids.new_id(self.info.partition)
+        self.unit.deployments.insert(id=deployment_id, agent_id=agent_id, environment_id=environment_id,
+                                     inserted_at=self.stamp, updated_at=self.stamp)
+        return deployment_id
 
     def _instances(self, fresh: dict[str, MappedSpan], agent_of: dict[str, str], agents: dict[str, str],
                    versions: dict[str, CompiledSchemaVersion]) -> dict[tuple[str, str], str]:
@@ -339,8 +348,7 @@ class _Write:
                 continue
             if agent_id not in version_rows:
                 version_rows[agent_id] = self._agent_version(agent_id)
-                deployments[agent_id] = _ensure_deployment(self.conn, self.info, agent_id,
-                                                           self.info.default_environment_id)
+                deployments[agent_id] = self._deployment(agent_id, self.info.default_environment_id)
             instance_id = ids.new_id(self.info.partition)
             new_rows.append({
                 "id": instance_id, "account_pk": self.pk, "agent_id": agent_id,
@@ -351,7 +359,7 @@ class _Write:
                 "started_at": started, "finished_at": finished, "inserted_at": self.stamp, "updated_at": self.stamp})
             out[key] = instance_id
         if new_rows:
-            _insert_many(self.conn, t_instances, new_rows)
+            insert_many(self.conn, t_instances, new_rows)
         return out
 
     def _agent_version(self, agent_id: str) -> str:
