@@ -3,7 +3,11 @@
 (expiring idle sessions, collecting unreferenced blobs).
 
 ``create_server(settings)`` builds it; ``uvicorn --factory agentfolio.server:app_from_env``
-serves it from the environment's settings. The API and the viewer never import each other:
+serves it from the environment's settings.
+
+A shutdown is never held up by a request: SIGTERM and SIGINT first stop every check running
+in a worker process (:mod:`agentfolio._deadline`; those requests answer 503 at once), then
+uvicorn's graceful shutdown goes on as usual. The API and the viewer never import each other:
 this module is where they meet.
 """
 
@@ -18,6 +22,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
+from agentfolio import _deadline
 from agentfolio.api.app import API_DESCRIPTION, API_VERSION, install_api
 from agentfolio.app import Agentfolio
 from agentfolio.settings import Settings
@@ -45,9 +50,16 @@ def create_server(settings: Settings | None = None, *, folio: Agentfolio | None 
             tasks.append(asyncio.create_task(_expire_forever(application)))
         if settings.blob_sweep_interval > 0:
             tasks.append(asyncio.create_task(_sweep_blobs_forever(application, settings.blob_sweep_interval)))
+        # uvicorn has installed its signal handlers by now; ours run first.
+        restore_signals = _deadline.cancel_on_shutdown_signals()
+        _deadline.reset_after_shutdown()
+        warming = asyncio.create_task(asyncio.to_thread(_deadline.warm_up))
         try:
             yield
         finally:
+            restore_signals()
+            with contextlib.suppress(Exception):
+                await warming
             for task in tasks:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

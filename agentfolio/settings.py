@@ -29,6 +29,9 @@ Every setting has a default that needs no set-up:
     The OTLP receiver (``/v1/traces``): the largest request body after decompression
     (default 32 MiB; larger is 413), and how many requests it takes at once before
     answering 429 with ``Retry-After`` (default 8).
+``AGENTFOLIO_COMPAT_TIMEOUT``
+    Seconds a MessageBody schema compatibility check may run before it is stopped and
+    answered "too complex" (default 10).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_JSON_DEPTH = 128
 DEFAULT_OTLP_MAX_BYTES = 32 * 1024 * 1024
 DEFAULT_OTLP_QUEUE = 8
+DEFAULT_COMPAT_TIMEOUT = 10
 # Searchable text kept per entry; the entry itself is always kept whole.
 DEFAULT_SEARCH_TEXT_LIMIT = 32 * 1024
 
@@ -78,6 +82,7 @@ class Settings:
     search_text_limit: int = DEFAULT_SEARCH_TEXT_LIMIT
     otlp_max_bytes: int = DEFAULT_OTLP_MAX_BYTES
     otlp_queue_size: int = DEFAULT_OTLP_QUEUE
+    compat_timeout: int = DEFAULT_COMPAT_TIMEOUT
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
@@ -113,6 +118,7 @@ class Settings:
             search_text_limit=number("SEARCH_TEXT_LIMIT", DEFAULT_SEARCH_TEXT_LIMIT),
             otlp_max_bytes=number("OTLP_MAX_BYTES", DEFAULT_OTLP_MAX_BYTES),
             otlp_queue_size=number("OTLP_QUEUE", DEFAULT_OTLP_QUEUE),
+            compat_timeout=max(1, number("COMPAT_TIMEOUT", DEFAULT_COMPAT_TIMEOUT)),
         )
         return replace(settings, **overrides) if overrides else settings  # type: ignore[arg-type]
 

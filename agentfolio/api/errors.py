@@ -36,7 +36,7 @@ log = logging.getLogger("agentfolio.api")
 
 # The status each domain error code is answered with; codes not listed are 400s.
 STATUS_FOR_CODE = {"not_found": 404, "already_exists": 409, "invalid_value": 400, "version_conflict": 412,
-                   "bad_request": 400, "not_permitted": 403, "too_complex": 422, "payload_too_large": 413,
+                   "bad_request": 400, "not_permitted": 403, "too_complex": 422, "payload_too_large": 413, "service_unavailable": 503,
                    "insufficient_storage": 507}
 HTTP_CODES = {400: "bad_request", 401: "not_authenticated", 403: "not_permitted", 404: "not_found",
               405: "bad_request", 406: "bad_request", 409: "already_exists", 411: "required_value",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-import re2  # type: ignore[import-untyped]
+import re2
 
 from .errors import GlobError
 

@@ -22,17 +22,17 @@ top of the library's limits each render carries a :class:`RenderBudget`:
   stops at its wall-clock deadline (:data:`RENDER_TIME_BUDGET_SECONDS`), checked at every
   loop iteration and filter call, so no single step between two checks is unbounded.
 
-Exceeding any of these raises :class:`RenderBudgetExceeded`, a python-liquid
+Exceeding any of these raises :class:`RenderBudgetError`, a python-liquid
 ``ResourceLimitError`` like the library's own limits, so callers treat them alike.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from io import StringIO
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from liquid import Environment
 from liquid.ast import Node
@@ -63,7 +63,7 @@ _REPLACING = frozenset({"replace", "replace_first", "replace_last"})
 _JOINING_STRINGS = frozenset({"append", "prepend"})
 
 
-class RenderBudgetExceeded(ResourceLimitError):
+class RenderBudgetError(ResourceLimitError):
     """A render went over one of its bounds; the message says which."""
 
     def __init__(self, message: str) -> None:
@@ -73,7 +73,7 @@ class RenderBudgetExceeded(ResourceLimitError):
 class RenderBudget:
     """What one render may still spend; shared by every context the render creates."""
 
-    __slots__ = ("deadline", "steps", "work", "time_budget")
+    __slots__ = ("deadline", "steps", "time_budget", "work")
 
     def __init__(self, time_budget: float = RENDER_TIME_BUDGET_SECONDS) -> None:
         self.time_budget = time_budget
@@ -84,15 +84,15 @@ class RenderBudget:
     def tick(self) -> None:
         self.steps += 1
         if self.steps > MAX_RENDER_STEPS:
-            raise RenderBudgetExceeded(f"render took more than {MAX_RENDER_STEPS:,} steps "
+            raise RenderBudgetError(f"render took more than {MAX_RENDER_STEPS:,} steps "
                                        "(loop iterations and filter calls)")
         if time.monotonic() > self.deadline:
-            raise RenderBudgetExceeded(f"render took longer than its {self.time_budget:g} s budget")
+            raise RenderBudgetError(f"render took longer than its {self.time_budget:g} s budget")
 
     def charge(self, amount: int) -> None:
         self.work += amount
         if self.work > MAX_RENDER_WORK:
-            raise RenderBudgetExceeded(f"filters read and produced more than {MAX_RENDER_WORK:,} characters "
+            raise RenderBudgetError(f"filters read and produced more than {MAX_RENDER_WORK:,} characters "
                                        "and items in one render")
 
     def call_filter(self, name: str, func: Callable[..., object], left: object,
@@ -105,8 +105,8 @@ class RenderBudget:
         return result
 
 
-def _too_long(what: str, size: int, limit: int, unit: str) -> RenderBudgetExceeded:
-    return RenderBudgetExceeded(f"{what} would be {size:,} {unit}, over the {limit:,}-{unit[:-1]} limit")
+def _too_long(what: str, size: int, limit: int, unit: str) -> RenderBudgetError:
+    return RenderBudgetError(f"{what} would be {size:,} {unit}, over the {limit:,}-{unit[:-1]} limit")
 
 
 def _text_size(value: object) -> int:
@@ -164,7 +164,7 @@ def check_filter_output(name: str, result: object) -> int:
             raise _too_long(f"'{name}' result", len(result), MAX_SEQUENCE_ITEMS, "items")
         return len(result)
     if isinstance(result, int) and not isinstance(result, bool) and result.bit_length() > MAX_INTEGER_BITS:
-        raise RenderBudgetExceeded(f"'{name}' result is an integer of {result.bit_length():,} bits, "
+        raise RenderBudgetError(f"'{name}' result is an integer of {result.bit_length():,} bits, "
                                    f"over the {MAX_INTEGER_BITS:,}-bit limit")
     return 1
 
@@ -222,7 +222,7 @@ class BudgetedContext(RenderContext):
         parent = kwargs.get("parent_context")
         self.budget: RenderBudget = parent.budget if isinstance(parent, BudgetedContext) else RenderBudget()
 
-    def filter(self, name: str, token: Any) -> Callable[..., object]:  # noqa: A003 - python-liquid's name
+    def filter(self, name: str, token: Any) -> Callable[..., object]:
         func = super().filter(name, token)
         budget = self.budget
 

@@ -12,6 +12,10 @@ python-liquid, with these guarantees:
   steps, work and wall-clock time are bounded (:mod:`agentfolio.registry.liquid_sandbox`),
   so a hostile template costs bounded time and memory.  A summary longer than
   :data:`MAX_SUMMARY_CHARS` is cut with ``…``.
+* **One read, one budget.**  A read that renders many summaries (a list of spans, a
+  trace) runs them under :func:`summaries_budget` (:data:`SUMMARIES_BUDGET_SECONDS` for
+  all of them): once it is spent, the remaining summaries are "too large" at once, so a
+  page of a hundred bombs costs two seconds, not a hundred times half a second.
 * **Too large is said, not hidden.**  A template that goes over its budget even before it
   reads any data is reported invalid when the schema version is created; one that goes
   over on a span's data gets the summary :data:`TOO_LARGE_SUMMARY` (and the reason in
@@ -35,14 +39,23 @@ from __future__ import annotations
 
 import html
 import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from liquid.exceptions import LiquidError, ResourceLimitError
 
 from agentfolio.registry.liquid_sandbox import (
-    RENDER_TIME_BUDGET_SECONDS, BudgetedTemplate, RenderBudget, SandboxedEnvironment, bound_ranges,
+    RENDER_TIME_BUDGET_SECONDS,
+    BudgetedTemplate,
+    RenderBudget,
+    SandboxedEnvironment,
+    bound_ranges,
 )
 
 MAX_TEMPLATE_CHARS = 10_000
@@ -51,6 +64,9 @@ MAX_TEMPLATE_CHARS = 10_000
 #: (steps and work, which do not depend on the machine, bound it well below this).
 TRIAL_TIME_BUDGET_SECONDS = 5.0
 MAX_SUMMARY_CHARS = 2_000
+#: Seconds all the summaries of one read may take together (:func:`summaries_budget`).
+SUMMARIES_BUDGET_SECONDS = 2.0
+_READ_DEADLINE: ContextVar[float | None] = ContextVar("summaries_deadline", default=None)
 #: The summary of a span whose template went over its render budget on that span's data.
 TOO_LARGE_SUMMARY = "(summary too large: the template went over its render budget)"
 
@@ -136,7 +152,15 @@ class TemplateRenderer:
         check = self.check(source)
         if not check.ok:
             return Rendered(None, check.message)
-        return self._render_parsed(self._parse(source), merge_context(payload, result_payload))
+        time_budget = self.time_budget
+        read_deadline = _READ_DEADLINE.get()
+        if read_deadline is not None:
+            left = read_deadline - time.monotonic()
+            if left <= 0:
+                return Rendered(None, f"this read's summaries went over their {SUMMARIES_BUDGET_SECONDS:g} s budget",
+                                over_budget=True)
+            time_budget = min(time_budget, left)
+        return self._render_parsed(self._parse(source), merge_context(payload, result_payload), time_budget)
 
     def _render_parsed(self, template: BudgetedTemplate, context: Mapping[str, Any],
                        time_budget: float | None = None) -> Rendered:
@@ -151,6 +175,16 @@ class TemplateRenderer:
         except (ValueError, TypeError, ArithmeticError, OverflowError) as error:
             return Rendered(None, f"template failed: {type(error).__name__}")
         return Rendered(clip(text.strip()))
+
+
+@contextmanager
+def summaries_budget(seconds: float = SUMMARIES_BUDGET_SECONDS) -> Iterator[None]:
+    """Within this block, all renders together take at most ``seconds``."""
+    token = _READ_DEADLINE.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _READ_DEADLINE.reset(token)
 
 
 def merge_context(payload: Mapping[str, Any] | None, result_payload: Mapping[str, Any] | None) -> dict[str, Any]:

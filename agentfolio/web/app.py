@@ -21,10 +21,10 @@ import contextlib
 import gc
 import re
 import threading
-
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from importlib import resources
 from typing import Any, Callable, Iterator
 from urllib.parse import quote, urlencode
@@ -148,6 +148,19 @@ class WebViewer:
     prefix: str = ""
     opened: OpenedFiles = field(default_factory=OpenedFiles)
     sessions: _Lru = field(default_factory=lambda: _Lru(8))
+
+    @property
+    def compat_timeout(self) -> float:
+        """Seconds a compatibility check may run (``AGENTFOLIO_COMPAT_TIMEOUT``)."""
+        settings = getattr(self.folio, "settings", None)
+        if settings is None:
+            from agentfolio.settings import Settings, SettingsError
+
+            try:
+                settings = Settings.from_env()
+            except SettingsError:
+                settings = Settings()
+        return float(settings.compat_timeout)
 
     # -- who is asking --------------------------------------------------------------
 
@@ -550,11 +563,14 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         form = await request.form(max_files=0, max_fields=4)
         output_schema = str(form.get("output_schema") or "")[:200_000]
         input_schema = str(form.get("input_schema") or "")[:200_000]
-        result = await run_in_threadpool(agent_views.check_compatibility, output_schema, input_schema)
+        result = await run_in_threadpool(partial(agent_views.check_compatibility, output_schema, input_schema,
+                                                 timeout=viewer.compat_timeout))
         if request.headers.get("hx-request"):
+            # htmx swaps only 2xx answers in: the fragment carries the refusal itself.
             return HTMLResponse(html.render("partials/compat_result.html", base=viewer.prefix, compat=result),
                                 headers=SECURITY_HEADERS)
-        return viewer.page(request, "agents.html", who, nav="agents", **await run_in_threadpool(_agents_context, who),
+        return viewer.page(request, "agents.html", who, status=result.status, nav="agents",
+                           **await run_in_threadpool(_agents_context, who),
                            compat=result, output_schema=output_schema, input_schema=input_schema)
 
     # -- side by side ---------------------------------------------------------------

@@ -4,46 +4,33 @@ reads no data, and summarised as "too large" at read time if it depends on the d
 
 from __future__ import annotations
 
-import threading
-from typing import Callable, TypeVar
-
 import pytest
 
 pytest.importorskip("liquid")
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
-from liquid import Environment  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from liquid import Environment
 
-from agentfolio.registry.liquid_sandbox import (  # noqa: E402
-    MAX_INTEGER_BITS, MAX_RENDER_STEPS, MAX_RENDER_WORK, MAX_SEQUENCE_ITEMS, MAX_STRING_CHARS,
+from agentfolio.registry.liquid_sandbox import (
+    MAX_INTEGER_BITS,
+    MAX_RENDER_STEPS,
+    MAX_RENDER_WORK,
+    MAX_SEQUENCE_ITEMS,
+    MAX_STRING_CHARS,
     MAX_UNHASHABLE_UNIQ_ITEMS,
 )
-from agentfolio.registry.templates import (  # noqa: E402
-    TOO_LARGE_SUMMARY, TemplateRenderer, check_template, render_summary, render_template,
+from agentfolio.registry.templates import (
+    TOO_LARGE_SUMMARY,
+    TemplateRenderer,
+    check_template,
+    render_summary,
+    render_template,
 )
+from tests.bombs import within_deadline
 
-T = TypeVar("T")
-#: Far above any bounded render (tens of milliseconds) and far below the bombs (15 s and more).
-DEADLINE_SECONDS = 10.0
-
-
-def within_deadline(work: Callable[[], T], seconds: float = DEADLINE_SECONDS) -> T:
-    """Run ``work`` on a daemon thread; fail the test if it has not finished by the deadline."""
-    box: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = work()
-        except BaseException as error:  # noqa: BLE001 - re-raised in the test's thread
-            box["error"] = error
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still running after {seconds} s"
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]  # type: ignore[return-value]
+#: A generous clock for the tests whose subject is a bound other than time.
+PATIENT_SECONDS = 10.0
 
 
 def test_the_reported_range_bomb_is_refused_when_the_schema_version_is_created():
@@ -90,7 +77,7 @@ def test_every_sequence_filter_is_bounded_on_long_data(chain):
 def test_string_growth_integers_work_and_steps_are_bounded(template, data, reason):
     assert check_template(template).ok
     # A generous clock, so that the bound under test (not a busy machine) is what stops the render.
-    patient = TemplateRenderer(time_budget=DEADLINE_SECONDS / 2)
+    patient = TemplateRenderer(time_budget=PATIENT_SECONDS)
     rendered = within_deadline(lambda: patient.render(template, data))
     assert rendered.over_budget and reason in rendered.error, rendered
 
@@ -100,7 +87,7 @@ def test_data_independent_bombs_are_refused_at_create_time():
                      '{% for i in (1..999) %}{{ (1..5000) | sort | size }}{% endfor %}',
                      '{% assign n = 99999999999999999999 %}{% for i in (1..5) %}{% assign n = n | times: n %}'
                      '{% endfor %}{{ n }}'):
-        check = within_deadline(lambda: check_template(template))
+        check = within_deadline(lambda template=template: check_template(template))
         assert check.status == "error" and "too large to render" in check.message, check
 
 
@@ -123,13 +110,25 @@ FILTERS = ["sort", "reverse", "uniq", "sum", "first", "last", "size", "compact",
                               st.fixed_dictionaries({"a": st.integers(0, 2)})), max_size=8))
 def test_bounded_filters_agree_with_python_liquid_on_small_inputs(start, stop, chain, seq):
     """The budget only refuses; it never changes an answer (our linear ``uniq`` included)."""
-    template = "{{ (%d..%d) | %s }}|{{ seq | %s }}" % (start, stop, " | ".join(chain) or "size",
-                                                     " | ".join(chain) or "size")
+    filters = " | ".join(chain) or "size"
+    template = f"{{{{ ({start}..{stop}) | {filters} }}}}|{{{{ seq | {filters} }}}}"
     data = {"seq": seq, "y": "Y"}
     try:
         expected = Environment().from_string(template).render(**data).strip()
-    except Exception:  # noqa: BLE001 - python-liquid refuses this chain; ours must refuse it too
+    except Exception:
         expected = None
     rendered = render_template(template, data)
     assert not rendered.over_budget
     assert rendered.text == expected, (template, rendered)
+
+
+def test_the_summaries_of_one_read_share_one_budget():
+    from agentfolio.registry.templates import summaries_budget
+
+    patient = TemplateRenderer(time_budget=PATIENT_SECONDS)
+    with summaries_budget(60):
+        assert patient.render("{{ x }}", {"x": 1}).text == "1"
+    with summaries_budget(0):  # a read whose budget earlier summaries have spent
+        rest = [patient.render("{{ x | upcase }}", {"x": i}) for i in range(100)]
+    assert all(r.over_budget and "this read's summaries went over" in r.error for r in rest)
+    assert patient.render("{{ x }}", {"x": 1}).text == "1"  # outside the read, nothing is spent
