@@ -22,7 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CALL = re.compile(r"\bscope\.(owns|select|count|exists|update|delete|insert|rows)\(")
-SUITE = ["tests/store/test_isolation.py"]
+#: The isolation suites: every ``tests/store/test_isolation*.py``.
+SUITE = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "tests" / "store").glob("test_isolation*.py"))
 
 
 def call_sites() -> list[tuple[str, int, str]]:
@@ -32,8 +33,7 @@ def call_sites() -> list[tuple[str, int, str]]:
         if path.name == "scope.py":
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            for match in CALL.finditer(line):
-                sites.append((str(path.relative_to(ROOT)), number, match.group(1)))
+            sites.extend((str(path.relative_to(ROOT)), number, match.group(1)) for match in CALL.finditer(line))
     return sites
 
 

@@ -3,6 +3,8 @@ and a helper that fails a test whose work is still running at a deadline."""
 
 from __future__ import annotations
 
+import faulthandler
+import sys
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -28,8 +30,17 @@ def two_big_schemas(parts: int = 2_000) -> tuple[dict[str, object], dict[str, ob
     return output, input_
 
 
+#: Extra time before the last resort below ends the whole test process.
+_LAST_RESORT_SECONDS = 10.0
+
+
 def within_deadline(work: Callable[[], T], seconds: float = DEADLINE_SECONDS) -> T:
-    """Run ``work`` on a daemon thread; fail if it has not finished by the deadline."""
+    """Run ``work`` on a daemon thread; fail if it has not finished by the deadline.
+
+    Work stuck in C code that holds the GIL (Python's ``re`` backtracking) would keep the
+    test's own thread from ever checking the deadline, so faulthandler's watchdog, which
+    needs no GIL, ends the process a little later with every thread's traceback: a
+    failed run, never a hung one."""
     box: dict[str, object] = {}
 
     def run() -> None:
@@ -39,8 +50,12 @@ def within_deadline(work: Callable[[], T], seconds: float = DEADLINE_SECONDS) ->
             box["error"] = error
 
     thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
+    faulthandler.dump_traceback_later(seconds + _LAST_RESORT_SECONDS, exit=True, file=sys.stderr)
+    try:
+        thread.start()
+        thread.join(seconds)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
     assert not thread.is_alive(), f"still running after {seconds} s"
     if "error" in box:
         raise box["error"]  # type: ignore[misc]

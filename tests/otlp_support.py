@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
 from google.protobuf import json_format
@@ -59,13 +60,20 @@ def provider(url: str, token: str, *, service: str = "otel-tests", encoding: str
 
 
 class Relay(SpanExporter):
-    """A global tracer provider can be set once per process; tests point it at their server."""
+    """A global tracer provider can be set once per process; tests point it at their
+    server.  Only spans of the instrumentation under test (scope name prefix) are sent:
+    the server runs in this process too, and its framework traces its own requests."""
 
-    def __init__(self) -> None:
+    def __init__(self, scope_prefix: str) -> None:
         self.target: SpanExporter | None = None
+        self.scope_prefix = scope_prefix
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        return self.target.export(spans) if self.target is not None else SpanExportResult.SUCCESS
+        chosen = [span for span in spans if span.instrumentation_scope is not None
+                  and span.instrumentation_scope.name.startswith(self.scope_prefix)]
+        if self.target is None or not chosen:
+            return SpanExportResult.SUCCESS
+        return self.target.export(chosen)
 
     def shutdown(self) -> None:
         pass
@@ -85,3 +93,19 @@ def messages_of(document: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """(role, content kinds) of every message of a durable state, in order."""
     return [(message.get("role"), [content.get("$type") for content in message.get("contents") or []])
             for entry in document["data"]["conversationHistory"] for message in entry.get("messages") or []]
+
+
+def wait_for_session(url: str, token: str, session_id: str, count: int, timeout: float = 30) -> dict[str, Any]:
+    """The stored session once it holds ``count`` messages (conversations are rebuilt in
+    the background after the spans are stored)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        response = httpx.get(f"{url}/api/v1/sessions/{session_id}", headers={"Authorization": f"Bearer {token}"},
+                             timeout=30)
+        if response.status_code == 200 and len(messages_of(response.json())) >= count:
+            return response.json()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"session {session_id} not ready: {response.status_code} {response.text[:300]}")
+        time.sleep(0.1)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import errno
 import logging
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import orjson
 from fastapi import FastAPI, Request
@@ -29,6 +30,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agentfolio.app.registry.errors import RegistryRefusal
 from agentfolio.errors import AgentfolioError
 from agentfolio.formats.errors import Problem
 
@@ -36,8 +38,15 @@ log = logging.getLogger("agentfolio.api")
 
 # The status each domain error code is answered with; codes not listed are 400s.
 STATUS_FOR_CODE = {"not_found": 404, "already_exists": 409, "invalid_value": 400, "version_conflict": 412,
-                   "bad_request": 400, "not_permitted": 403, "too_complex": 422, "payload_too_large": 413, "service_unavailable": 503,
+                   "bad_request": 400, "not_permitted": 403, "too_complex": 422, "payload_too_large": 413,
+                   "service_unavailable": 503,
                    "insufficient_storage": 507}
+#: HTTP status of each registry refusal code (the Prefactor API's; docs/prefactor-api.md §3).
+REGISTRY_STATUS = {
+    "bad_request": 400, "invalid_value": 422, "required_value": 422, "not_authenticated": 401,
+    "bad_authtoken": 401, "not_permitted": 403, "not_found": 404, "invalid_action": 409,
+    "idempotency_key_already_used": 409, "conflict": 409, "not_implemented": 501, "unexpected": 500,
+}
 HTTP_CODES = {400: "bad_request", 401: "not_authenticated", 403: "not_permitted", 404: "not_found",
               405: "bad_request", 406: "bad_request", 409: "already_exists", 411: "required_value",
               412: "version_conflict", 413: "payload_too_large", 415: "bad_request", 428: "required_value",
@@ -154,11 +163,27 @@ def from_domain_error(error: AgentfolioError) -> ApiError:
                     headers=headers)
 
 
+def refusal_body(refusal: RegistryRefusal) -> dict[str, Any]:
+    """A registry refusal as the Prefactor SDKs read it (``errors``: field → message)."""
+    body: dict[str, Any] = {"status": "error", "code": refusal.code, "message": refusal.message}
+    if refusal.errors:
+        body["errors"] = refusal.errors
+    return body
+
+
+def refusal_response(refusal: RegistryRefusal) -> Response:
+    return json_response(refusal_body(refusal), REGISTRY_STATUS.get(refusal.code, 400))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, error: ApiError) -> Response:
         return error_response(error.status, error.code, error.message, pointer=error.pointer,
                               problems=error.problems, headers=error.headers)
+
+    @app.exception_handler(RegistryRefusal)
+    async def _registry_refusal(_: Request, refusal: RegistryRefusal) -> Response:
+        return refusal_response(refusal)
 
     @app.exception_handler(AgentfolioError)
     async def _domain_error(request: Request, error: AgentfolioError) -> Response:
@@ -209,7 +234,8 @@ def install_openapi(app: FastAPI) -> None:
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         components.pop("HTTPValidationError", None)
         components.pop("ValidationError", None)
-        components.setdefault("ErrorEnvelope", ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}"))
+        envelope = ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")
+        components.setdefault("ErrorEnvelope", envelope)
         components.setdefault("ProblemModel", ProblemModel.model_json_schema())
         for defs_name, defs in list(components["ErrorEnvelope"].pop("$defs", {}).items()):
             components.setdefault(defs_name, defs)

@@ -17,23 +17,20 @@ span lands in it.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 
 from agentfolio.api.auth import get_store
-from agentfolio.app.otlp import RETRY_AFTER_SECONDS, OtlpIngest
-from agentfolio.otel.decode import (
-    Encoding,
-    OtlpError,
-    OtlpTooLarge,
-    OtlpUnsupportedMedia,
-    encode_response,
-    encode_status,
-    media_encoding,
-)
+
+if TYPE_CHECKING:
+    from agentfolio.app.otlp import OtlpIngest
+    from agentfolio.otel.decode import Encoding
+
+# The protobuf runtime and the conversation readers load on the first export, not when
+# the server starts: most servers never receive OTLP.
 
 log = logging.getLogger("agentfolio.otlp")
 
@@ -42,23 +39,10 @@ router = APIRouter(tags=["opentelemetry"])
 # google.rpc.Code values for the Status bodies.
 _INVALID_ARGUMENT, _UNAUTHENTICATED, _RESOURCE_EXHAUSTED, _UNAVAILABLE = 3, 16, 8, 14
 
-_DOC = {
-    "requestBody": {"required": True, "description": "An OTLP ExportTraceServiceRequest (protobuf or JSON), "
-                                                     "optionally gzip-compressed.",
-                    "content": {"application/x-protobuf": {"schema": {"type": "string", "format": "binary"}},
-                                "application/json": {"schema": {"type": "object"}}}},
-    "responses": {"200": {"description": "ExportTraceServiceResponse (partial_success when spans were rejected)"},
-                  "400": {"description": "google.rpc.Status: bad input, nothing stored"},
-                  "401": {"description": "google.rpc.Status: no or bad bearer token"},
-                  "413": {"description": "google.rpc.Status: over the size limit after decompression"},
-                  "415": {"description": "google.rpc.Status: not application/x-protobuf or application/json"},
-                  "429": {"description": "google.rpc.Status: ingest queue full; retry after Retry-After"},
-                  "503": {"description": "google.rpc.Status: store unavailable; retry after Retry-After"}},
-}
-
-
 def ingest_of(request: Request) -> OtlpIngest:
     """The app's one ingest queue (created on first use, shared by every request)."""
+    from agentfolio.app.otlp import OtlpIngest
+
     state = request.app.state
     ingest = getattr(state, "otlp_ingest", None)
     if ingest is None:
@@ -70,16 +54,29 @@ def ingest_of(request: Request) -> OtlpIngest:
 
 def _status(encoding: Encoding, http: int, code: int, message: str,
             headers: dict[str, str] | None = None) -> Response:
+    from agentfolio.otel.decode import encode_status
+
     body, media = encode_status(encoding, code, message)
     return Response(body, status_code=http, media_type=media, headers=headers)
 
 
-@router.post("/v1/traces", summary="Receive OpenTelemetry traces (OTLP/HTTP)", openapi_extra=_DOC,
+# Not in this API's OpenAPI document: its contract (bodies, answers, error shape) is the
+# OTLP specification's, not the JSON envelope every documented route shares.
+@router.post("/v1/traces", summary="Receive OpenTelemetry traces (OTLP/HTTP)", include_in_schema=False,
              response_class=Response)
 async def export_traces(request: Request) -> Response:
+    from agentfolio.app.otlp import RETRY_AFTER_SECONDS, StoreUnavailable
+    from agentfolio.otel.decode import (
+        OtlpError,
+        OtlpTooLargeError,
+        OtlpUnsupportedMediaError,
+        encode_response,
+        media_encoding,
+    )
+
     try:
         encoding = media_encoding(request.headers.get("content-type"))
-    except OtlpUnsupportedMedia as error:
+    except OtlpUnsupportedMediaError as error:
         return _status("json", 415, _INVALID_ARGUMENT, error.message)
     account = _account(request)
     if account is None:
@@ -94,14 +91,14 @@ async def export_traces(request: Request) -> Response:
         body = await request.body()
         result = await run_in_threadpool(ingest.export, account, body, encoding=encoding,
                                          content_encoding=request.headers.get("content-encoding"))
-    except OtlpTooLarge as error:
+    except OtlpTooLargeError as error:
         return _status(encoding, 413, _INVALID_ARGUMENT, error.message)
-    except OtlpUnsupportedMedia as error:
+    except OtlpUnsupportedMediaError as error:
         return _status(encoding, 415, _INVALID_ARGUMENT, error.message)
     except OtlpError as error:
         return _status(encoding, 400, _INVALID_ARGUMENT, error.message)
-    except DBAPIError:
-        log.exception("storing OTLP spans failed")
+    except StoreUnavailable as error:
+        log.warning("storing OTLP spans failed: %s", error.message)
         return _status(encoding, 503, _UNAVAILABLE, "the store cannot take spans now; retry later",
                        {"Retry-After": str(RETRY_AFTER_SECONDS)})
     finally:

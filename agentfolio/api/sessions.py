@@ -8,7 +8,7 @@ version in the ETag header, so clients re-read and retry instead of overwriting.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, Literal
 
@@ -146,7 +146,7 @@ def _parse_time(value: str | None, name: str) -> float | None:
     except ValueError:
         raise ApiError(400, "invalid_value", f"{name} {value!r} is not an ISO 8601 time") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
 
 
@@ -252,7 +252,8 @@ async def append_entry(
     else:
         raise ApiError(400, "invalid_value", "an entry must be a JSON object (or post an array of entries)",
                        pointer="")
-    appended = await run_in_threadpool(get_folio(request).sessions.append_many, account, session_id, new_entries,
+    folio = get_folio(request)
+    appended = await run_in_threadpool(folio.sessions.append_many, account, session_id, new_entries,
                                        expected_version=expected, strict=strict)
     info = appended.session
     return success({"session": _summary(info), "position": appended.position,

@@ -3,7 +3,8 @@ layer (and the pure domain below it), never the store directly.
 
 ``Agentfolio.open(settings)`` opens the store the settings name and gives each area a
 service: :attr:`Agentfolio.sessions` (store, read, export in any format, append...),
-:attr:`Agentfolio.accounts` (accounts and tokens). Documents that are not stored are
+:attr:`Agentfolio.accounts` (accounts and tokens), :attr:`Agentfolio.registry` (the agent
+registry: agents, schema versions, instances, spans). Documents that are not stored are
 handled by the functions in :mod:`agentfolio.app.documents`; importing files by
 :mod:`agentfolio.app.imports`; the demo by :mod:`agentfolio.app.demo`.
 """
@@ -16,8 +17,9 @@ from agentfolio.settings import Settings
 
 if TYPE_CHECKING:
     from agentfolio.app.accounts import AccountService
+    from agentfolio.app.registry import RegistryService
     from agentfolio.app.sessions import SessionService
-    from agentfolio.store import Account, Store
+    from agentfolio.store import Store
 
 __all__ = ["DEFAULT_ACCOUNT", "Agentfolio"]
 
@@ -30,12 +32,14 @@ class Agentfolio:
 
     def __init__(self, store: Store, *, owned: bool = True) -> None:
         from agentfolio.app.accounts import AccountService
+        from agentfolio.app.registry import RegistryService
         from agentfolio.app.sessions import SessionService
 
         self.store = store
         self.settings: Settings = store.settings
         self.accounts: AccountService = AccountService(store)
         self.sessions: SessionService = SessionService(store)
+        self.registry: RegistryService = RegistryService(store)
         self._owned = owned
 
     @classmethod

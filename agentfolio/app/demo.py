@@ -4,10 +4,9 @@ every segment kind, synthetic histories of two lengths, and an agent with traces
 from __future__ import annotations
 
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentfolio.app.imports import guess_agent
-from agentfolio.errors import AgentfolioError
 from agentfolio.formats import durable_state
 from agentfolio.formats.jsonio import parse_json
 from agentfolio.samples import synthetic_durable_state
@@ -44,32 +43,28 @@ def load_demo(folio: Agentfolio, account: Account) -> int:
 def load_registry_demo(folio: Agentfolio, account: Account) -> list[str]:
     """Store an agent with a schema version and two instances of its spans (one clean,
     one with a span that breaks its schema); returns the instance ids."""
-    from agentfolio.store.registry import Principal
+    from agentfolio.app.registry import AgentCreate, InstanceRegister, Principal, SpanCreate
+    from agentfolio.app.registry.fields import schema_version_draft, timestamp
 
-    principal = Principal(account)
-
-    def run(operation: str, fields: dict[str, Any]) -> dict[str, Any]:
-        outcome = folio.store.registry.execute(principal, operation, fields)
-        if outcome.status not in (200, 201):
-            raise AgentfolioError(f"demo: {operation}: {outcome.body}")
-        return outcome.body["details"]
-
-    agent = run("agents/create", {"name": "Atlas", "external_identifier": "atlas",
-                                  "description": "Travel assistant"})
-    version = {key: value for key, value in schema_version().items() if key != "id"}
+    service, principal = folio.registry, Principal(account)
+    agent = service.create_agent(principal, AgentCreate(name="Atlas", external_identifier="atlas",
+                                                        description="Travel assistant"))
+    draft = schema_version_draft({key: value for key, value in schema_version().items() if key != "id"},
+                                 "agent_schema_version")
     instances = []
     for run_number, spans in enumerate((span_export()["spans"], span_export()["spans"][:3])):
-        instance = run("agent_instances/register", {
-            "agent_id": agent["id"], "agent_version": {"name": "Atlas", "external_identifier": "1.0"},
-            "agent_schema_version": version, "external_identifier": f"run-{run_number}"})
+        instance = service.register_instance(principal, InstanceRegister(
+            agent_id=agent.id, agent_version={"name": "Atlas", "external_identifier": "1.0"},
+            agent_schema_version=draft, external_identifier=f"run-{run_number}"))
         known: dict[str, str] = {}
         for span in spans:
-            fields = {key: span[key] for key in ("schema_name", "status", "payload", "result_payload", "started_at",
-                                                 "finished_at") if span.get(key) is not None}
-            if span.get("parent_span_id"):
-                fields["parent_span_id"] = known.get(span["parent_span_id"], span["parent_span_id"])
-            fields["agent_instance_id"] = instance["id"]
-            created = run("agent_spans/create", fields)
-            known[span["id"]] = created["id"]
-        instances.append(instance["id"])
+            parent = span.get("parent_span_id")
+            created = service.create_span(principal, SpanCreate(
+                agent_instance_id=instance.id, schema_name=span["schema_name"], status=span.get("status") or "active",
+                payload=span.get("payload"), result_payload=span.get("result_payload"),
+                parent_span_id=known.get(parent, parent) if parent else None,
+                started_at=timestamp(span.get("started_at"), "started_at"),
+                finished_at=timestamp(span.get("finished_at"), "finished_at")))
+            known[span["id"]] = created.span.id
+        instances.append(instance.id)
     return instances

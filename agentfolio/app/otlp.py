@@ -9,34 +9,39 @@ past that, :meth:`OtlpIngest.admit` says no and the receiver answers 429 with
 writer at a time (decoding runs in parallel before it).
 
 Storage is one call, :meth:`OtlpIngest._store_spans` (the registry's span tables
-through :class:`agentfolio.store.otel_spans.OtelSpans`); sessions are replaced whole
-from the conversation rebuilt out of every stored span of that conversation, so spans
-arriving out of order or re-sent still give one session holding each message once.
+through :class:`agentfolio.store.otel_spans.OtelSpans`).  A request is answered once its
+spans are stored (queryable).  Conversations follow in the background: each session a
+request touched is marked, and one worker rebuilds every marked session whole from all
+of its stored spans, so spans arriving out of order or re-sent still give one session
+holding each message once, and a conversation streamed over many requests is rebuilt
+once per round rather than once per request.  The marks are bounded
+(:data:`MAX_PENDING_SESSIONS`): past that, ingest waits for the worker.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
-from agentfolio.errors import AgentfolioError
 from agentfolio.otel.conversation import build_session
 from agentfolio.otel.decode import Encoding, decode_request, decompress
-from agentfolio.otel.mapping import map_spans
+from agentfolio.otel.mapping import MappedSpan, map_spans
 from agentfolio.settings import DEFAULT_OTLP_MAX_BYTES, DEFAULT_OTLP_QUEUE
 from agentfolio.store import Account, Store
 from agentfolio.store.errors import AlreadyExists, NotFound
-from agentfolio.store.otel_spans import OtelSpans, WrittenSpans
+from agentfolio.store.otel_spans import OtelSpans, StoreUnavailable, WrittenSpans
+
+__all__ = ["RETRY_AFTER_SECONDS", "IngestResult", "OtlpIngest", "StoreUnavailable"]
 
 log = logging.getLogger("agentfolio.otlp")
 
 #: Seconds an exporter is asked to wait when the queue is full.
 RETRY_AFTER_SECONDS = 1
-
-
-class IngestBusy(AgentfolioError):
-    code = "busy"
+#: Sessions waiting to be rebuilt before ingest waits for the worker.
+MAX_PENDING_SESSIONS = 10_000
 
 
 @dataclass(slots=True)
@@ -59,6 +64,10 @@ class OtlpIngest:
         self._admitted = 0
         self._lock = threading.Lock()
         self._writer = threading.Lock()
+        self._pending: dict[tuple[int, str], Account] = {}
+        self._pending_changed = threading.Condition()
+        self._rebuilding = False
+        self._worker: threading.Thread | None = None
 
     # -- admission ------------------------------------------------------------------------
 
@@ -89,31 +98,82 @@ class OtlpIngest:
         mapped = map_spans(decoded.spans)
         with self._writer:
             written = self._store_spans(account, mapped) if mapped else WrittenSpans()
-            sessions = sorted(written.sessions)
-            for session_id in sessions:
-                self._rebuild_session(account, session_id)
+        sessions = sorted(written.sessions)
+        if sessions:
+            self._mark(account, sessions)
         message = "; ".join(decoded.rejected[:5])
         if len(decoded.rejected) > 5:
             message += f"; and {len(decoded.rejected) - 5} more"
         return IngestResult(written.inserted, written.duplicates, len(decoded.rejected), message, sessions)
 
-    def _store_spans(self, account: Account, mapped: list) -> WrittenSpans:
+    def _store_spans(self, account: Account, mapped: list[MappedSpan]) -> WrittenSpans:
         """The one call into the registry store (kept here so it can be re-pointed)."""
         return self.spans.write(account, mapped)
+
+    # -- conversations, in the background -------------------------------------------------
+
+    def _mark(self, account: Account, sessions: list[str]) -> None:
+        with self._pending_changed:
+            while len(self._pending) + len(sessions) > MAX_PENDING_SESSIONS and self._pending:
+                self._pending_changed.wait(1.0)
+            for session_id in sessions:
+                self._pending[(account.pk, session_id)] = account
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(target=self._rebuild_forever, name="otlp-sessions", daemon=True)
+                self._worker.start()
+            self._pending_changed.notify_all()
+
+    def _rebuild_forever(self) -> None:
+        while True:
+            with self._pending_changed:
+                while not self._pending:
+                    self._pending_changed.wait()
+                batch, self._pending = self._pending, {}
+                self._rebuilding = True
+            try:
+                for (_, session_id), account in batch.items():
+                    try:
+                        self._rebuild_session(account, session_id)
+                    except Exception:  # one conversation must not stop the others; the next span retries it
+                        log.exception("rebuilding session %s failed", session_id)
+            finally:
+                with self._pending_changed:
+                    self._rebuilding = False
+                    self._pending_changed.notify_all()
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Wait until every marked session is rebuilt (for tests and one-shot imports)."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        with self._pending_changed:
+            while self._pending or self._rebuilding:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._pending_changed.wait(left)
+        return True
 
     def _rebuild_session(self, account: Account, session_id: str) -> None:
         payloads, agent = self.spans.session_spans(account, session_id)
         built = build_session(payloads)
         if built is None:
             return
+        with self._writer:  # reading and building above need no lock; writing takes the writer's turn
+            self._write_session(account, session_id, built.document, _agent_label(agent or built.agent))
+
+    def _write_session(self, account: Account, session_id: str, document: dict[str, Any],
+                       agent_label: str | None) -> None:
         sessions = self.store.sessions
-        try:
-            sessions.delete(account, session_id)
-        except NotFound:
+        try:  # a new conversation (the common case) is one insert
+            sessions.create(account, document, session_id=session_id, agent=agent_label, strict=False)
+            return
+        except AlreadyExists:
             pass
+        with contextlib.suppress(NotFound):
+            sessions.delete(account, session_id)
         try:
-            sessions.create(account, built.document, session_id=session_id, agent=_agent_label(agent or built.agent),
-                            strict=False)
+            sessions.create(account, document, session_id=session_id, agent=agent_label, strict=False)
         except AlreadyExists:  # another writer rebuilt it meanwhile; its copy is as complete
             log.info("session %s was rebuilt concurrently", session_id)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -56,10 +57,11 @@ class SessionService:
                strict: bool = True) -> Appended:
         return self._sessions.append(account, session_id, entry, expected_version=expected_version, strict=strict)
 
-    def append_many(self, account: Account, session_id: str, new_entries: list[Any], *,
+    def append_many(self, account: Account, session_id: str, entries: Sequence[Any], *,
                     expected_version: int | None, strict: bool = True) -> Appended:
-        """Entries added together (a request and its response): one write, nothing between them."""
-        return self._sessions.append_many(account, session_id, new_entries, expected_version=expected_version,
+        """Entries appended together as one write (a request and its response): one new
+        version, and no other writer's entry between them."""
+        return self._sessions.append_many(account, session_id, entries, expected_version=expected_version,
                                           strict=strict)
 
     def reset(self, account: Account, session_id: str, *, expected_version: int | None = None) -> SessionInfo:

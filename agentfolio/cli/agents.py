@@ -17,9 +17,10 @@ import typer
 from agentfolio.cli.output import AccountOption, Safe, clean, fail, open_folio
 from agentfolio.cli.output import stderr as _stderr
 from agentfolio.cli.output import stdout as _stdout
+from agentfolio.errors import AgentfolioError
 
 if TYPE_CHECKING:
-    from agentfolio.store.registry import Principal
+    from agentfolio.app.registry import Principal
 
 __all__ = ["register"]
 
@@ -39,7 +40,7 @@ SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "in
 
 
 def _principal(store: Any, account: str) -> Principal:
-    from agentfolio.store.registry import Principal
+    from agentfolio.app.registry import Principal
 
     found = store.accounts.get(account)
     if found is None:
@@ -56,14 +57,19 @@ def list_command(
     """List agents: id, name, status, instances."""
     store = _open_store()
     try:
+        from agentfolio.app.registry import AgentGet, AgentList, PageRequest, RegistryService, Sorting
+
         principal = _principal(store, account)
-        outcome = store.registry.execute(principal, "agents/list", {"pagination[page_size]": str(limit),
-                                                                    "sorting": "-id"})
-        if outcome.status != 200:
-            fail(outcome.body.get("message", "listing failed"))
-        agents = outcome.body["summaries"]
+        service = RegistryService(store)
+        try:
+            page = service.list_agents(principal, AgentList(page=PageRequest(0, limit, Sorting("id", "desc"))))
+        except AgentfolioError as error:
+            fail(error.message)
+        agents = [agent.model_dump(mode="json") for agent in page.items]
         if as_json:
-            sys.stdout.write(orjson.dumps(outcome.body, option=orjson.OPT_INDENT_2).decode() + "\n")
+            listed = {"status": "success", "summaries": agents, "pagination": page.pagination,
+                      "sorting": page.sorting}
+            sys.stdout.write(orjson.dumps(listed, option=orjson.OPT_INDENT_2).decode() + "\n")
             return
         from rich.table import Table
 
@@ -73,8 +79,8 @@ def list_command(
             table.add_column(column, overflow="fold")
         table.add_column("updated", no_wrap=True, min_width=27)
         for agent in agents:
-            counts = store.registry.execute(principal, "agents/get", {"agent_id": agent["id"]}).body
-            total = counts.get("details", {}).get("instance_counts", {}).get("total", 0)
+            counts = service.get_agent(principal, AgentGet(agent["id"])).instance_counts or {}
+            total = counts.get("total", 0)
             table.add_row(agent["id"], clean(agent["name"]), clean(agent["external_identifier"] or ""),
                           agent["status"], str(total), agent["updated_at"])
         if agents:
@@ -92,13 +98,13 @@ def risk_command(
     as_json: bool = typer.Option(False, "--json", help="Print the roll-up as JSON."),
 ) -> None:
     """Risk roll-up of an agent and of each of its schema versions: actions, data, flags."""
-    from agentfolio.store.registry import OpError as AgentfolioError
-
     store = _open_store()
     try:
         principal = _principal(store, account)
         try:
-            report = store.registry.agent_risk(principal, agent)
+            from agentfolio.app.registry import RegistryService
+
+            report = RegistryService(store).agent_risk(principal, agent).model_dump(mode="json")
         except AgentfolioError as error:
             fail(error.message)
         if as_json:
@@ -157,18 +163,18 @@ def token_command(
     label: Optional[str] = typer.Option(None, "--label", help="A note to tell tokens apart."),
 ) -> None:
     """Create a deployment-scoped token: the SDK then omits agent_id and environment_id."""
-    from agentfolio.store.registry import OpError as AgentfolioError
-
     store = _open_store()
     try:
         principal = _principal(store, account)
         try:
-            token, where = store.registry.create_deployment_token(principal.account, agent, environment=environment,
-                                                                  label=label)
+            from agentfolio.app.registry import RegistryService
+
+            made = RegistryService(store).create_deployment_token(principal, agent, environment=environment,
+                                                                   label=label)
         except AgentfolioError as error:
             fail(error.message)
     finally:
         store.close()
-    sys.stdout.write(token + "\n")
-    _stderr().print(f"deployment token for agent {where['agent_id']} in environment {where['environment_id']}: "
+    sys.stdout.write(made.token + "\n")
+    _stderr().print(f"deployment token for agent {made.agent_id} in environment {made.environment_id}: "
                  "keep it, it is not shown again", highlight=False)

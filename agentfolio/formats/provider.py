@@ -12,12 +12,15 @@ written back as read, and recognised as that format's own by its lowering.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from agentfolio.formats.errors import Problem
+from agentfolio.formats.losses import FORM_KEY as LOSSES_FORM_KEY
 from agentfolio.formats.losses import (
     Recorder,
     content_pointer,
@@ -44,9 +47,10 @@ from agentfolio.model import (
 
 #: A property of ours, not the source's, saying how the source spelled something the model
 #: holds one way (a one-text content array vs a string, snake_case keys...).  Readers set
-#: it only where the spelling is ambiguous; lowerings drop it without a loss (it is not
-#: data), so it never reaches another format's document.
-FORM_KEY = "$form"
+#: it only where the spelling is ambiguous; provider lowerings carry it without a loss (it
+#: is not data, and each writer only reads the values it set), so a document that went
+#: through durable state comes back spelled as it was.
+FORM_KEY = LOSSES_FORM_KEY
 
 
 def rest(value: Mapping[str, Any], *known: str) -> dict[str, Any]:
@@ -67,12 +71,27 @@ def build(cls: type[Record], extras: Mapping[str, Any], **known: Any) -> Any:
     owned = _WIRE_NAMES.get(cls)
     if owned is None:
         owned = _WIRE_NAMES[cls] = _wire_names(cls)
-    if any(key in owned for key in extras):
+    if extras and any(key in owned for key in extras):
         return None
-    record = cls(**known)
+    # Validated from wire names in one pydantic-core call (a Python __init__ per record
+    # costs several times more on a long history); a content writes its $type.
+    names = cls._wire_names
+    data = {names.get(key, key): value for key, value in known.items()}
+    kind = _KINDS.get(cls)
+    if kind is None:
+        field = cls.model_fields.get("kind")
+        kind = _KINDS[cls] = field.default if field is not None and isinstance(field.default, str) else ""
+    if kind:
+        data["$type"] = kind
     if extras:
-        record.__pydantic_extra__.update(extras)
-    return record
+        data.update(extras)
+    try:
+        return cls.model_validate(data)
+    except ValidationError:
+        return None  # a value of the wrong type: the caller keeps the block whole
+
+
+_KINDS: dict[type, str] = {}
 
 
 def kept_whole(fmt: str, block: Any, kind: str | None = None) -> OpaqueContent:
@@ -178,15 +197,23 @@ class LoweredMessages:
 
     messages: list[tuple[Message, bool]] = field(default_factory=list)
     session_extras: dict[str, Any] = field(default_factory=dict)
+    # Each lowered message's source message and its model pointer, for later losses.
+    sources: list[tuple[Message, str]] = field(default_factory=list)
+
+    def approximate(self, rec: Recorder, index: int, key: str | None, what: str, why: str) -> None:
+        source, pointer = self.sources[index]
+        rec.approximate(source, pointer, key, what, why)
+
+    def drop(self, rec: Recorder, index: int, key: str | None, what: str, why: str) -> None:
+        source, pointer = self.sources[index]
+        rec.drop(source, pointer, key, what, why)
 
 
 def lower_messages(session: Session, rec: Recorder, target: Target) -> LoweredMessages:
     """Every message of ``session`` reduced to what ``target`` holds, losses reported."""
     out = LoweredMessages()
     for key, value in session.extra.items():
-        if key == FORM_KEY:
-            continue
-        if key in target.session_extras:
+        if key in target.session_extras or key == FORM_KEY:
             out.session_extras[key] = value
         else:
             rec.drop(session, "", key, f"property {key!r}", f"{target.title} documents have no such property")
@@ -206,6 +233,7 @@ def lower_messages(session: Session, rec: Recorder, target: Target) -> LoweredMe
             lowered = _lower_message(rec, target, message, entry_index, index, entry.kind == "request")
             if lowered is not None:
                 out.messages.append((lowered, entry.kind == "request"))
+                out.sources.append((message, message_pointer(entry_index, index)))
     return out
 
 
@@ -225,9 +253,8 @@ def _lower_message(rec: Recorder, target: Target, message: Message, entry_index:
             rec.drop(message, pointer, key, key, f"a {target.title} message has no such field")
     extras: dict[str, Any] = {}
     for key, value in message.extra.items():
-        if key == FORM_KEY:
-            continue
-        if key in target.message_extras or (target.keeps_extras and target.keeps_extras(Message, key)):
+        if key in target.message_extras or key == FORM_KEY or (
+                target.keeps_extras and target.keeps_extras(Message, key)):
             extras[key] = value
         else:
             rec.drop(message, pointer, key, f"message property {key!r}", f"a {target.title} message has no such "
@@ -290,7 +317,8 @@ def lower_content(rec: Recorder, target: Target, content: Any, pointer: str) -> 
             del data["annotations"]
     extras: dict[str, Any] = {}
     for key, value in content.extra.items():
-        if key in allowed_extras or (target.keeps_extras and target.keeps_extras(type(content), key)):
+        if key in allowed_extras or key == FORM_KEY or (
+                target.keeps_extras and target.keeps_extras(type(content), key)):
             extras[key] = value
         else:
             rec.drop(content, pointer, key, f"property {key!r}",

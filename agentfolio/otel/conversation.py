@@ -19,9 +19,11 @@ its token usage and finish time.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 import orjson
 
@@ -91,17 +93,18 @@ def build_conversation(payloads: Iterable[Mapping[str, Any]]) -> tuple[Session, 
             notes.append(f"{span_label}: its {len(incoming)} input message(s) do not continue the conversation "
                          "so far; kept in order after it")
             start = 0
-        for message, key in zip(incoming[start:], incoming_keys[start:]):
+        for message, key in zip(incoming[start:], incoming_keys[start:], strict=False):
             request.append(message)
             history.append(message)
             keys.append(key)
         when = _iso(payload.get("end_time_unix_nano") or payload.get("start_time_unix_nano"))
         if request:
-            entries.append(RequestEntry(messages=tuple(request),
-                                        **({"created_at": _iso(payload.get("start_time_unix_nano"))}
-                                           if payload.get("start_time_unix_nano") else {})))
+            opened: dict[str, Any] = {}
+            if payload.get("start_time_unix_nano"):
+                opened["created_at"] = _iso(payload.get("start_time_unix_nano"))
+            entries.append(RequestEntry(messages=tuple(request), **opened))
         if found.output or found.usage is not None:
-            extra = {"created_at": when} if when else {}
+            extra: dict[str, Any] = {"created_at": when} if when else {}
             if found.usage is not None:
                 extra["usage"] = found.usage
             entries.append(ResponseEntry(messages=tuple(found.output), **extra))
@@ -111,7 +114,7 @@ def build_conversation(payloads: Iterable[Mapping[str, Any]]) -> tuple[Session, 
     if not entries:
         return None
     if len(notes) > MAX_NOTES:
-        notes = notes[:MAX_NOTES] + [f"and {len(notes) - MAX_NOTES} more"]
+        notes = [*notes[:MAX_NOTES], f"and {len(notes) - MAX_NOTES} more"]
     return Session(data=SessionData(conversation_history=tuple(entries))), notes, agent
 
 
@@ -164,10 +167,8 @@ def _content_key(content: Any) -> Any:
     value = content.to_json_value() if hasattr(content, "to_json_value") else dict(content.extra)
     value.pop("presentation", None)
     if isinstance(content, FunctionCallContent) and isinstance(content.arguments, str):
-        try:
+        with contextlib.suppress(orjson.JSONDecodeError):
             value["arguments"] = orjson.loads(content.arguments)
-        except orjson.JSONDecodeError:
-            pass
     return value
 
 
@@ -199,5 +200,5 @@ def _agent_name(payload: Mapping[str, Any]) -> str | None:
 def _iso(nanos: Any) -> str | None:
     if not isinstance(nanos, int) or nanos <= 0:
         return None
-    moment = datetime.fromtimestamp(nanos // 1_000_000_000, tz=timezone.utc)
+    moment = datetime.fromtimestamp(nanos // 1_000_000_000, tz=UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos % 1_000_000_000 // 1000:06d}Z"

@@ -17,11 +17,13 @@ counted, as OTLP's partial success expects.
 from __future__ import annotations
 
 import base64
+import contextlib
 import math
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 import orjson
 from google.protobuf import json_format
@@ -35,7 +37,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from agentfolio._json import too_deep
 from agentfolio.errors import AgentfolioError
 
-__all__ = ["DecodedRequest", "Encoding", "OtelSpan", "OtlpError", "OtlpTooLarge", "decode_request", "decompress",
+__all__ = ["DecodedRequest", "Encoding", "OtelSpan", "OtlpError", "OtlpTooLargeError", "decode_request", "decompress",
            "encode_response", "media_encoding"]
 
 Encoding = Literal["protobuf", "json"]
@@ -59,11 +61,11 @@ class OtlpError(AgentfolioError):
     code = "bad_request"
 
 
-class OtlpTooLarge(OtlpError):
+class OtlpTooLargeError(OtlpError):
     code = "payload_too_large"
 
 
-class OtlpUnsupportedMedia(OtlpError):
+class OtlpUnsupportedMediaError(OtlpError):
     code = "unsupported_media_type"
 
 
@@ -125,14 +127,14 @@ class DecodedRequest:
 
 
 def media_encoding(content_type: str | None) -> Encoding:
-    """The encoding a Content-Type names; :class:`OtlpUnsupportedMedia` for anything else."""
+    """The encoding a Content-Type names; :class:`OtlpUnsupportedMediaError` for anything else."""
     media = (content_type or "").split(";", 1)[0].strip().lower()
     if media == "application/x-protobuf":
         return "protobuf"
     if media == "application/json":
         return "json"
     shown = media or "none"
-    raise OtlpUnsupportedMedia(f"Content-Type {shown!r} is not an OTLP encoding: send application/x-protobuf "
+    raise OtlpUnsupportedMediaError(f"Content-Type {shown!r} is not an OTLP encoding: send application/x-protobuf "
                                "or application/json")
 
 
@@ -142,17 +144,17 @@ def decompress(body: bytes, content_encoding: str | None, limit: int) -> bytes:
     encoding = (content_encoding or "identity").strip().lower()
     if encoding in ("", "identity"):
         if len(body) > limit:
-            raise OtlpTooLarge(f"the request body is over the {limit:,}-byte limit")
+            raise OtlpTooLargeError(f"the request body is over the {limit:,}-byte limit")
         return body
     if encoding not in ("gzip", "x-gzip"):
-        raise OtlpUnsupportedMedia(f"Content-Encoding {encoding!r} is not supported: send gzip or none")
+        raise OtlpUnsupportedMediaError(f"Content-Encoding {encoding!r} is not supported: send gzip or none")
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     try:
         out = inflater.decompress(body, limit + 1)
     except zlib.error as error:
         raise OtlpError(f"the gzip body is corrupt ({error})") from None
     if len(out) > limit or inflater.unconsumed_tail:
-        raise OtlpTooLarge(f"the request body decompresses to over the {limit:,}-byte limit")
+        raise OtlpTooLargeError(f"the request body decompresses to over the {limit:,}-byte limit")
     if not inflater.eof:
         raise OtlpError("the gzip body is truncated")
     return out
@@ -223,10 +225,8 @@ def _hex_ids_to_base64(document: dict[str, Any]) -> None:
         for key, size in _ID_KEYS.items():
             value = holder.get(key)
             if isinstance(value, str) and len(value) == 2 * size:
-                try:
+                with contextlib.suppress(ValueError):
                     holder[key] = base64.b64encode(bytes.fromhex(value)).decode()
-                except ValueError:
-                    pass
 
 
 def _id_holders(document: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -2,8 +2,9 @@
 instance), its span type, its status, and the payload stored for it.
 
 * **Agent**: ``gen_ai.agent.name`` (else ``gen_ai.agent.id``) on the span, else on its
-  nearest ancestor in the same request, else whatever the store already filed the
-  trace under, else the resource's ``service.name``.  Agent Framework gives every agent
+  nearest ancestor in the same request, else its stored parent's, else the resource's
+  ``service.name`` (a span filed under its service moves to the agent's trace when the
+  span naming the agent arrives).  Agent Framework gives every agent
   object a fresh random id, so the name is the identifier that survives restarts.
 * **Span type** (``schema_name``): the operation and its target, as the GenAI span-name
   convention spells them (``chat gpt-4o``, ``execute_tool get_weather``,
@@ -17,10 +18,12 @@ instance), its span type, its status, and the payload stored for it.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from agentfolio.otel.decode import OtelSpan
 from agentfolio.registry import ids
@@ -33,6 +36,7 @@ LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "comp
 #: OpenInference span kinds (``openinference.span.kind``).
 OPENINFERENCE_KINDS = frozenset({"LLM", "EMBEDDING", "CHAIN", "RETRIEVER", "RERANKER", "TOOL", "AGENT",
                                  "GUARDRAIL", "EVALUATOR", "PROMPT"})
+_CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ids.ALPHABET)
 _SESSION_SAFE = re.compile(r"[A-Za-z0-9@][A-Za-z0-9._:@-]{0,199}")
 
 
@@ -162,7 +166,10 @@ def registry_span_id(partition: int, account_key: int, trace_id: str, span_id: s
     digest = hashlib.sha256(f"{account_key}:{trace_id}:{span_id}".encode()).digest()
     number = int.from_bytes(digest[:16], "big")
     timestamp = (number >> ids.RANDOM_BITS) % (1 << 43)  # derived, not a clock: below year 2248
-    return ids.encode(timestamp, partition, number & ids.MAX_RANDOM)
+    value = (timestamp << (ids.PARTITION_BITS + ids.RANDOM_BITS)) | (partition << ids.RANDOM_BITS) \
+        | (number & ids.MAX_RANDOM)
+    # ids.encode's layout (160 bits, 32 base32 digits), through the C base32 encoder.
+    return base64.b32encode(value.to_bytes(20, "big")).decode().translate(_CROCKFORD)
 
 
 def _clip(text: str) -> str:

@@ -22,8 +22,9 @@ reported in :attr:`SpanMessages.problems`, never dropped silently: the span keep
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import orjson
 
@@ -74,10 +75,10 @@ class SpanMessages:
 
 def read_span_messages(payload: Mapping[str, Any]) -> SpanMessages:
     """The messages of a stored span payload (``OtelSpan.to_json``)."""
-    attributes = payload.get("attributes") if isinstance(payload.get("attributes"), dict) else {}
+    attributes = _obj(payload.get("attributes"))
     events = [e for e in payload.get("events") or () if isinstance(e, dict)]
     found = SpanMessages()
-    details = next((e.get("attributes") or {} for e in events if e.get("name") == INFERENCE_DETAILS_EVENT), {})
+    details = next((_obj(e.get("attributes")) for e in events if e.get("name") == INFERENCE_DETAILS_EVENT), {})
     genai = {**details, **{k: v for k, v in attributes.items() if k.startswith("gen_ai.")}}
     if any(key in genai for key in ("gen_ai.input.messages", "gen_ai.output.messages",
                                     "gen_ai.system_instructions")):
@@ -139,9 +140,12 @@ def genai_messages(values: Iterable[Any], where: str, problems: list[str]) -> li
             continue
         contents = genai_parts(raw.get("parts") or [], f"{where}[{index}].parts", problems)
         extension = {k: v for k, v in raw.items() if k not in ("role", "parts", "name")}
-        message = Message(role=raw["role"], contents=tuple(contents),
-                          **({"author_name": raw["name"]} if isinstance(raw.get("name"), str) else {}),
-                          **({"extension_data": extension} if extension else {}))
+        optional: dict[str, Any] = {}
+        if isinstance(raw.get("name"), str):
+            optional["author_name"] = raw["name"]
+        if extension:
+            optional["extension_data"] = extension
+        message = Message(role=raw["role"], contents=tuple(contents), **optional)
         out.append(message)
     return out
 
@@ -152,7 +156,7 @@ def genai_parts(parts: Iterable[Any], where: str, problems: list[str]) -> list[C
         if not isinstance(part, dict):
             problems.append(f"{where}[{index}] is not a part object")
             continue
-        built = _genai_part(part)
+        built: Content | None = _genai_part(part)
         if built is None:
             built = UnknownContent(content=part)
         out.append(built)
@@ -199,7 +203,7 @@ def _tool_definitions(value: Any, found: SpanMessages) -> list[ToolDescription]:
 def _tool(raw: Any) -> ToolDescription | None:
     if not isinstance(raw, dict):
         return None
-    body = raw.get("function") if isinstance(raw.get("function"), dict) else raw
+    body = _obj(raw.get("function")) or raw
     name = body.get("name")
     if not isinstance(name, str):
         return None
@@ -226,7 +230,7 @@ def _indexed(attributes: Mapping[str, Any]) -> dict[str, dict[int, dict[str, Any
 
 def _nested(flat: Mapping[str, Any]) -> dict[str, Any]:
     """``{"tool_calls.0.id": x}`` → ``{"tool_calls": {0: {"id": x}}}`` (numeric steps as ints)."""
-    out: dict[str, Any] = {}
+    out: dict[Any, Any] = {}
     for key, value in flat.items():
         steps = key.split(".")
         node = out
@@ -258,7 +262,7 @@ def _chat_messages(raw: list[dict[str, Any]], where: str, found: SpanMessages) -
     except FormatError as error:
         found.problems.append(f"{where}: {error.message}")
         return []
-    return [message for entry in read.session.entries for message in entry.items]
+    return [message for _, message in read.session.messages()]
 
 
 def _content_value(value: Any) -> Any:
@@ -352,7 +356,7 @@ def _read_legacy_events(events: list[dict[str, Any]], found: SpanMessages) -> No
     outputs: list[dict[str, Any]] = []
     for event in events:
         name = event.get("name")
-        attributes = event.get("attributes") if isinstance(event.get("attributes"), dict) else {}
+        attributes = _obj(event.get("attributes"))
         if name == "gen_ai.content.prompt":
             value = _json(attributes.get("gen_ai.prompt"), "gen_ai.content.prompt", found)
             inputs.extend(m for m in value or () if isinstance(m, dict)) if isinstance(value, list) else None
@@ -365,7 +369,7 @@ def _read_legacy_events(events: list[dict[str, Any]], found: SpanMessages) -> No
             inputs.append(message)
         elif name == "gen_ai.choice":
             body = _event_body(attributes, found)
-            inner = body.get("message") if isinstance(body.get("message"), dict) else body
+            inner = _obj(body.get("message")) or body
             message = _legacy_message(inner, "assistant")
             if body.get("finish_reason") is not None:
                 message["finish_reason"] = body["finish_reason"]
@@ -406,7 +410,7 @@ def _json_list(value: Any) -> list[Any]:
 
 
 def _legacy_call(call: dict[str, Any]) -> dict[str, Any]:
-    function = call.get("function") if isinstance(call.get("function"), dict) else call
+    function = _obj(call.get("function")) or call
     return {"id": str(call.get("id", "")), "type": "function",
             "function": {"name": str(function.get("name", "")), "arguments": _arguments(function.get("arguments",
                                                                                                     "{}"))}}
@@ -432,6 +436,10 @@ def _usage(attributes: Mapping[str, Any]) -> Usage | None:
     if input_tokens is None and output_tokens is None and total is None:
         return None
     return Usage(**_some(input_token_count=input_tokens, output_token_count=output_tokens, total_token_count=total))
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _text(value: Any) -> str | None:

@@ -13,7 +13,7 @@ from agentfolio.store.accounts import Account, Accounts
 from agentfolio.store.blob_refs import Swept, sweep
 from agentfolio.store.blobs import BlobStore, open_blob_store
 from agentfolio.store.engine import create_engine, migrate
-from agentfolio.store.registry import Registry
+from agentfolio.store.registry import RegistryStore
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, StoreError, VersionConflict
 from agentfolio.store.tokens import Tokens
 from agentfolio.store.sessions import Appended, Created, SessionInfo, Sessions
@@ -29,7 +29,7 @@ class Store:
         self.accounts = Accounts(engine)
         self.tokens = Tokens(engine)
         self.sessions = Sessions(engine, blobs, settings)
-        self.registry = Registry(engine)
+        self.registry = RegistryStore(engine)
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, run_migrations: bool = True) -> "Store":

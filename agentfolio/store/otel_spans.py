@@ -22,13 +22,14 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from agentfolio.otel.mapping import MappedSpan, registry_span_id
 from agentfolio.otel.span_types import otel_span_type
@@ -37,16 +38,27 @@ from agentfolio.registry.schema_versions import SchemaVersionDraft
 from agentfolio.registry.spans import CompiledSchemaVersion, SpanProblem, SpanValidation
 from agentfolio.store.accounts import Account
 from agentfolio.store.engine import read_transaction, write_transaction
+from agentfolio.store.errors import StoreError
 from agentfolio.store.registry import Registry
 from agentfolio.store.registry.bulk import _insert_many
 from agentfolio.store.registry.rows import _ensure_deployment
 from agentfolio.store.registry.values import AccountInfo, now_us
 from agentfolio.store.registry_tables import (
     registry_agent_versions as t_versions,
+)
+from agentfolio.store.registry_tables import (
     registry_agents as t_agents,
+)
+from agentfolio.store.registry_tables import (
     registry_deployments as t_deployments,
+)
+from agentfolio.store.registry_tables import (
     registry_instances as t_instances,
+)
+from agentfolio.store.registry_tables import (
     registry_schema_versions as t_schema_versions,
+)
+from agentfolio.store.registry_tables import (
     registry_spans as t_spans,
 )
 
@@ -54,6 +66,12 @@ PARENT_MISSING = "parent_span_id names no span of this instance"
 _CHUNK = 500
 _OTEL_VERSION = {"name": "opentelemetry", "external_identifier": None, "description": None,
                  "runtime_environment": None}
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot take the write now (locked, restarting, unreachable): retry later."""
+
+    code = "unavailable"
 
 
 @dataclass(slots=True)
@@ -79,6 +97,8 @@ class OtelSpans:
             try:
                 with write_transaction(self.engine) as connection:
                     return _Write(self.registry, connection, info).run(spans)
+            except OperationalError as error:
+                raise StoreUnavailable(f"the database cannot take spans now ({type(error.orig).__name__})") from None
             except IntegrityError:
                 if attempt == 2:
                     raise
@@ -94,7 +114,10 @@ class OtelSpans:
                                       .select_from(t_spans.join(t_agents, t_spans.c.agent_id == t_agents.c.id))
                                       .where(t_spans.c.account_pk == account.pk, t_spans.c.session_id == session_id)
                                       .order_by(t_spans.c.started_at, t_spans.c.id).limit(limit)).all()
-        return [orjson.loads(row[0]) for row in rows], (rows[0][1] if rows else None)
+        payloads = [orjson.loads(row[0]) for row in rows]
+        # Rows hold microseconds; spans starting within one microsecond keep their nanosecond order.
+        payloads.sort(key=lambda p: (p.get("start_time_unix_nano") or 0, p.get("end_time_unix_nano") or 0))
+        return payloads, (rows[0][1] if rows else None)
 
 
 class _Write:
@@ -104,9 +127,14 @@ class _Write:
         self.info = info
         self.pk = info.account_pk
         self.stamp = now_us()
+        self._ids: dict[tuple[str, str], str] = {}
 
     def _id(self, trace_id: str, span_id: str) -> str:
-        return registry_span_id(self.info.partition, self.pk, trace_id, span_id)
+        key = (trace_id, span_id)
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = registry_span_id(self.info.partition, self.pk, trace_id, span_id)
+        return found
 
     def run(self, spans: list[MappedSpan]) -> WrittenSpans:
         result = WrittenSpans()
@@ -172,8 +200,7 @@ class _Write:
 
     def _agents_of(self, fresh: dict[str, MappedSpan]) -> dict[str, str]:
         """Each span's agent identifier: its own (or an ancestor's in this request), else
-        its stored parent's, else one another span of its trace names in this request,
-        else the agent its trace is already filed under, else its service."""
+        its stored parent's, else its service (until its parent arrives: :meth:`_rehome`)."""
         parent_ids = {row_id: self._id(m.trace_id, m.span.parent_span_id)
                       for row_id, m in fresh.items() if m.agent_hint is None and m.span.parent_span_id}
         stored_parent: dict[str, str] = {}
@@ -183,27 +210,10 @@ class _Write:
                 sa.select(t_spans.c.id, t_agents.c.external_identifier)
                 .select_from(t_spans.join(t_agents, t_spans.c.agent_id == t_agents.c.id))
                 .where(t_spans.c.account_pk == self.pk, t_spans.c.id.in_(outside[start:start + _CHUNK]))).all())
-        unnamed_traces = sorted({m.trace_id for m in fresh.values() if m.agent_hint is None})
-        filed: dict[str, str] = {}
-        services = {m.service_name for m in fresh.values()}
-        for start in range(0, len(unnamed_traces), _CHUNK):
-            query = (sa.select(t_instances.c.external_identifier, t_agents.c.external_identifier)
-                     .select_from(t_instances.join(t_agents, t_instances.c.agent_id == t_agents.c.id))
-                     .where(t_instances.c.account_pk == self.pk,
-                            t_instances.c.external_identifier.in_(unnamed_traces[start:start + _CHUNK]))
-                     .order_by(t_instances.c.id))
-            for trace_id, agent in self.conn.execute(query):
-                # A trace filed under a named agent wins over one filed under its service.
-                if agent is not None and (trace_id not in filed or filed[trace_id] in services):
-                    filed[trace_id] = agent
-        named_in_request: dict[str, str] = {}
-        for mapped in fresh.values():
-            if mapped.agent_hint is not None:
-                named_in_request.setdefault(mapped.trace_id, mapped.agent_hint)
         resolved: dict[str, str] = {}
 
         def resolve(row_id: str) -> str:
-            chain = []
+            chain: list[str] = []
             current: str | None = row_id
             while current is not None and current not in resolved and current in fresh and len(chain) < 10_000:
                 mapped = fresh[current]
@@ -219,9 +229,7 @@ class _Write:
             elif current is not None and current in stored_parent:
                 found = stored_parent[current]
             else:
-                mapped = fresh[chain[-1]] if chain else fresh[row_id]
-                found = (named_in_request.get(mapped.trace_id) or filed.get(mapped.trace_id)
-                         or mapped.service_name)
+                found = fresh[chain[-1] if chain else row_id].service_name
             for item in chain:
                 resolved[item] = found
             return resolved.get(row_id, found)
@@ -297,14 +305,16 @@ class _Write:
         existing: dict[tuple[str, str], Any] = {}
         for agent_id, trace_ids in by_agent.items():
             for start in range(0, len(trace_ids), _CHUNK):
-                for row in self.conn.execute(sa.select(
+                for found in self.conn.execute(sa.select(
                         t_instances.c.id, t_instances.c.external_identifier, t_instances.c.schema_version_id,
                         t_instances.c.started_at, t_instances.c.finished_at, t_instances.c.status).where(
                         t_instances.c.agent_id == agent_id,
                         t_instances.c.external_identifier.in_(trace_ids[start:start + _CHUNK]))):
-                    existing[(agent_id, row.external_identifier)] = row
+                    existing[(agent_id, found.external_identifier)] = found
         out: dict[tuple[str, str], str] = {}
         version_rows: dict[str, str] = {}
+        deployments: dict[str, str] = {}
+        new_rows: list[dict[str, Any]] = []
         for key, members in traces.items():
             agent_id, trace_id = key
             version_id = versions[agent_id].id
@@ -329,22 +339,26 @@ class _Write:
                 continue
             if agent_id not in version_rows:
                 version_rows[agent_id] = self._agent_version(agent_id)
+                deployments[agent_id] = _ensure_deployment(self.conn, self.info, agent_id,
+                                                           self.info.default_environment_id)
             instance_id = ids.new_id(self.info.partition)
-            deployment_id = _ensure_deployment(self.conn, self.info, agent_id, self.info.default_environment_id)
-            self.conn.execute(sa.insert(t_instances).values(
-                id=instance_id, account_pk=self.pk, agent_id=agent_id, agent_version_id=version_rows[agent_id],
-                schema_version_id=version_id, environment_id=self.info.default_environment_id,
-                deployment_id=deployment_id, status=status, external_identifier=trace_id, purpose="live",
-                session_id=members[0].session_id, started_at=started, finished_at=finished,
-                inserted_at=self.stamp, updated_at=self.stamp))
+            new_rows.append({
+                "id": instance_id, "account_pk": self.pk, "agent_id": agent_id,
+                "agent_version_id": version_rows[agent_id], "schema_version_id": version_id,
+                "environment_id": self.info.default_environment_id, "deployment_id": deployments[agent_id],
+                "status": status, "external_identifier": trace_id, "purpose": "live",
+                "session_id": members[0].session_id, "termination_reason": None, "quality_payloads": None,
+                "started_at": started, "finished_at": finished, "inserted_at": self.stamp, "updated_at": self.stamp})
             out[key] = instance_id
+        if new_rows:
+            _insert_many(self.conn, t_instances, new_rows)
         return out
 
     def _agent_version(self, agent_id: str) -> str:
         fingerprint = hashlib.sha256(orjson.dumps(_OTEL_VERSION, option=orjson.OPT_SORT_KEYS)).hexdigest()
         found = self.conn.execute(sa.select(t_versions.c.id).where(
             t_versions.c.agent_id == agent_id, t_versions.c.fingerprint == fingerprint)).scalar()
-        if found:
+        if isinstance(found, str):
             return found
         version_id = ids.new_id(self.info.partition)
         self.conn.execute(sa.insert(t_versions).values(

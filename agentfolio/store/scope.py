@@ -6,7 +6,7 @@ which adds ``account_pk = <this account>`` to every ``SELECT``, ``UPDATE`` and
 ``DELETE`` and sets it on every ``INSERT``.  So a repository cannot name another
 account's rows by mistake: a query that forgets the account is not written by hand, it
 is not written at all.  ``scripts/mutate_scope.py`` removes each scoping call in turn and
-checks that the isolation tests (``tests/store/test_isolation.py``) fail.
+checks that the isolation tests (``tests/store/test_isolation*.py``) fail.
 """
 
 from __future__ import annotations

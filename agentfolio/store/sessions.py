@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 import secrets
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from datetime import UTC
+from typing import Any
 
 import orjson
 import sqlalchemy as sa
@@ -82,9 +84,9 @@ class Appended:
 def iso(moment: float | None) -> str | None:
     if moment is None:
         return None
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(moment, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(moment, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 _INFO_COLUMNS = (sessions.c.pk, sessions.c.id, sessions.c.agent, sessions.c.schema_version, sessions.c.version,
@@ -289,7 +291,8 @@ class Sessions:
             raise InvalidInput("nothing to append: give at least one entry", pointer="")
         for index, entry in enumerate(new_entries):
             if not isinstance(entry, dict):
-                raise InvalidInput("an entry must be a JSON object", pointer="" if len(new_entries) == 1 else f"/{index}")
+                raise InvalidInput("an entry must be a JSON object",
+                                   pointer="" if len(new_entries) == 1 else f"/{index}")
         packed = [self._pack(entry) for entry in new_entries]
         times = [entry.created_at for entry in packed if entry.created_at is not None]
         values: dict[str, Any] = {

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -96,7 +97,8 @@ def test_gzip_bodies_are_read(client: Any) -> None:
 
 def test_a_span_without_usable_ids_is_rejected_alone(client: Any) -> None:
     made, headers, _ = client
-    body = request_with({"span_id": b"\x01" * 8}, {"span_id": b"\x00" * 8}, {"trace_id": b"\x02" * 3}).SerializeToString()
+    body = request_with({"span_id": b"\x01" * 8}, {"span_id": b"\x00" * 8},
+                        {"trace_id": b"\x02" * 3}).SerializeToString()
     answer = _post(made, headers, body)
     assert answer.status_code == 200
     response = ExportTraceServiceResponse()
@@ -157,10 +159,7 @@ def test_bad_input_is_a_clear_4xx_and_stores_nothing(client: Any, case: str) -> 
     elif case == "deep protobuf":
         body = _deep_protobuf(10_000)
     elif case == "deep json":
-        value: Any = {"stringValue": "x"}
-        for _ in range(10_000):
-            value = {"arrayValue": {"values": [value]}}
-        body, media = _deep_json(value), "application/json"
+        body, media = _deep_json(10_000), "application/json"
     elif case == "not json":
         body, media = b"{not json", "application/json"
     elif case == "bad gzip":
@@ -179,14 +178,14 @@ def test_bad_input_is_a_clear_4xx_and_stores_nothing(client: Any, case: str) -> 
     _healthy(made, headers)
 
 
-def _deep_json(value: Any) -> bytes:
+def _deep_json(depth: int) -> bytes:
     # orjson refuses to write past 255 levels; the text is built by hand.
     text = '{"stringValue": "x"}'
-    for _ in range(10_000):
+    for _ in range(depth):
         text = '{"arrayValue": {"values": [' + text + "]}}"
     return ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "0102030405060708090a0b0c0d0e0f10", '
-            '"spanId": "0102030405060708", "startTimeUnixNano": "%d", "attributes": [{"key": "deep", "value": %s}]}]}]}]}'
-            % (NOW_NS, text)).encode()
+            f'"spanId": "0102030405060708", "startTimeUnixNano": "{NOW_NS}", '
+            f'"attributes": [{{"key": "deep", "value": {text}}}]}}]}}]}}]}}').encode()
 
 
 def _field(number: int, payload: bytes) -> bytes:
@@ -241,3 +240,34 @@ def test_decompression_stops_at_the_limit(settings: Settings, store: Store) -> N
         assert answer.status_code == 400  # zlib, not gzip framing: corrupt
         answer = _post(made, {"Authorization": f"Bearer {token}"}, gzip.compress(body), **{"Content-Encoding": "gzip"})
         assert answer.status_code == 413
+
+
+def test_otel_traces_show_in_the_viewer_with_their_strings_escaped(store: Store) -> None:
+    token, account = store.accounts.create_token("viewer")
+    evil = "<script>alert(1)</script>"
+    app = create_server(folio=Agentfolio(store, owned=False), viewer=True, viewer_account=account)
+    with TestClient(app) as made:
+        sent = request_with({"name": evil})
+        sent.resource_spans[0].scope_spans[0].spans[0].attributes.add(key="gen_ai.agent.name").value.string_value = evil
+        assert _post(made, {"Authorization": f"Bearer {token}"}, sent.SerializeToString()).status_code == 200
+        instance = made.get("/api/v1/agent_instance", headers={"Authorization": f"Bearer {token}"}).json()
+        instance_id = instance["summaries"][0]["id"]
+        listing = made.get("/traces")
+        assert listing.status_code == 200 and instance_id in listing.text
+        page = made.get(f"/traces/{instance_id}")
+        assert page.status_code == 200
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text and evil not in page.text
+
+
+def test_a_store_that_cannot_write_answers_503_with_retry_after(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentfolio.store.otel_spans import OtelSpans, StoreUnavailable
+
+    made, headers, _ = client
+
+    def unavailable(*_: object) -> None:
+        raise StoreUnavailable("the database cannot take spans now (OperationalError)")
+
+    monkeypatch.setattr(OtelSpans, "write", unavailable)
+    answer = _post(made, headers, request_with({}).SerializeToString())
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
+    assert "cannot take spans" in _status(answer).message

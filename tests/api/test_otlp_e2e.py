@@ -2,7 +2,7 @@
 instrumentations (Microsoft Agent Framework's own observability with a fake chat
 client, OpenInference's LangChain instrumentation with LangChain's fake chat model, the
 OpenTelemetry OpenAI instrumentation against a fake OpenAI endpoint on loopback),
-sending to ``/v1/traces`` of a server in its own process, on SQLite and PostgreSQL.
+sending to ``/v1/traces`` of the server under uvicorn on loopback, on SQLite and PostgreSQL.
 
 Each run must land as one trace (an agent instance) holding every span with its
 parent, and a session holding every message once, stored as schema-valid durable state
@@ -14,44 +14,59 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from agentfolio.app import Agentfolio
 from agentfolio.formats import convert, durable_state
 from agentfolio.formats.envelope import FORMAT as ENVELOPE
+from agentfolio.server import create_server
 from agentfolio.settings import Settings
 from agentfolio.store import Store
-from tests.otlp_support import Relay, get, messages_of, provider, spans_of
-from tests.storage import LiveServer
-
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from tests.otlp_support import Relay, get, messages_of, provider, spans_of, wait_for_session
+from tests.storage import free_port
 
 
 @pytest.fixture
 def served(settings: Settings, store: Store) -> Iterator[tuple[str, str]]:
+    """uvicorn serving the server on loopback, in a thread of this process (its start
+    does not wait for a second interpreter to import everything)."""
     token, _ = store.accounts.create_token("otel")
-    server = LiveServer(settings)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_server(folio=Agentfolio(store, owned=False), viewer=False),
+                                           host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
     try:
-        yield server.url, token
+        yield f"http://127.0.0.1:{port}", token
     finally:
-        server.stop()
+        server.should_exit = True
+        thread.join(30)
 
 
-_RELAY = Relay()
+_RELAY = Relay("agent_framework")
 _GLOBAL = TracerProvider()
 _GLOBAL.add_span_processor(SimpleSpanProcessor(_RELAY))  # one request per span, children first
 trace.set_tracer_provider(_GLOBAL)
 
 
-def _session(url: str, token: str, session_id: str) -> dict[str, Any]:
-    return get(url, token, f"/api/v1/sessions/{session_id}")
+def _session(url: str, token: str, session_id: str, count: int) -> dict[str, Any]:
+    return wait_for_session(url, token, session_id, count)
 
 
 def _check_session_document(document: dict[str, Any]) -> None:
@@ -62,7 +77,7 @@ def _check_session_document(document: dict[str, Any]) -> None:
 
 def _one_trace(url: str, token: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     instances = get(url, token, "/api/v1/agent_instance", page_size=50)["summaries"]
-    assert len(instances) == 1, [i["external_identifier"] for i in instances]
+    assert len(instances) == 1, [(i["external_identifier"], i["span_counts"]) for i in instances]
     spans = spans_of(url, token, agent_instance_id=instances[0]["id"])
     return instances[0], spans
 
@@ -74,7 +89,8 @@ def test_sdk_exporter_spans_become_one_trace_and_one_conversation(served: tuple[
     tracer = made.get_tracer("tests")
     system = json.dumps([{"type": "text", "content": "You are funny."}])
     question = {"role": "user", "parts": [{"type": "text", "content": "Tell me a joke about cats"}]}
-    call = {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "joke", "arguments": {"topic": "cats"}}]}
+    call = {"role": "assistant",
+            "parts": [{"type": "tool_call", "id": "c1", "name": "joke", "arguments": {"topic": "cats"}}]}
     result = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "meow"}]}
     answer = {"role": "assistant", "parts": [{"type": "reasoning", "content": "cats say meow"},
                                              {"type": "text", "content": "Meow!"}]}
@@ -112,7 +128,7 @@ def test_sdk_exporter_spans_become_one_trace_and_one_conversation(served: tuple[
     agent = get(url, token, f"/api/v1/agent/{instance['agent_id']}")["details"]
     assert agent["name"] == "Joker"
 
-    document = _session(url, token, f"otel:trace:{trace_id}")
+    document = _session(url, token, f"otel:trace:{trace_id}", 5)
     assert messages_of(document) == [("system", ["text"]), ("user", ["text"]), ("assistant", ["functionCall"]),
                                      ("tool", ["functionResult"]), ("assistant", ["reasoning", "text"])]
     usage = [entry["usage"] for entry in document["data"]["conversationHistory"] if "usage" in entry]
@@ -130,7 +146,7 @@ def test_sdk_exporter_spans_become_one_trace_and_one_conversation(served: tuple[
     assert again.export(memory.get_finished_spans()).name == "SUCCESS"
     instances = get(url, token, "/api/v1/agent_instance", page_size=50)["summaries"]
     assert len(instances) == 2
-    lone = [i for i in instances if i["id"] != instance["id"]][0]
+    lone = next(i for i in instances if i["id"] != instance["id"])
     assert len(spans_of(url, token, agent_instance_id=lone["id"])) == 1
     made.shutdown()
 
@@ -182,7 +198,7 @@ def test_agent_framework_run_lands_as_one_trace_and_session(served: tuple[str, s
     version = get(url, token, f"/api/v1/agent_schema_version/{instance['agent_schema_version_id']}")["details"]
     assert set(version["span_type_schemas"]) >= {"chat fake-model", "execute_tool get_weather"}
 
-    document = _session(url, token, spans[0]["session_id"])
+    document = _session(url, token, spans[0]["session_id"], 5)
     assert messages_of(document) == [("system", ["text", "text"]), ("user", ["text"]),
                                      ("assistant", ["functionCall"]), ("tool", ["functionResult"]),
                                      ("assistant", ["text"])]
@@ -213,10 +229,10 @@ def test_openinference_langchain_conversation(served: tuple[str, str]) -> None:
         instrumentor.uninstrument()
         made.shutdown()
 
-    instance, spans = _one_trace(url, token)
+    _instance, spans = _one_trace(url, token)
     assert len(spans) == 3
     assert sorted(span["schema_name"] for span in spans).count("llm") == 2
-    document = _session(url, token, spans[0]["session_id"])
+    document = _session(url, token, spans[0]["session_id"], 5)
     texts = [(m["role"], m["contents"][0]["text"]) for e in document["data"]["conversationHistory"]
              for m in e["messages"]]
     assert texts == [("system", "Answer briefly."), ("user", "Capital of France?"), ("assistant", "Paris."),
@@ -225,7 +241,7 @@ def test_openinference_langchain_conversation(served: tuple[str, str]) -> None:
 
 
 class _FakeOpenAI(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         turn = sum(1 for m in body["messages"] if m["role"] == "user")
         answer = {"id": f"chatcmpl-{turn}", "object": "chat.completion", "created": 1, "model": body["model"],
@@ -271,9 +287,9 @@ def test_openai_instrumentation_against_a_fake_endpoint(served: tuple[str, str],
         made.shutdown()
         fake.shutdown()
 
-    instance, spans = _one_trace(url, token)
+    _instance, spans = _one_trace(url, token)
     assert sorted(span["schema_name"] for span in spans) == ["chat gpt-4o-mini", "chat gpt-4o-mini", "session"]
-    document = _session(url, token, spans[0]["session_id"])
+    document = _session(url, token, spans[0]["session_id"], 5)
     texts = [(m["role"], m["contents"][0]["text"]) for e in document["data"]["conversationHistory"]
              for m in e["messages"]]
     assert texts == [("system", "Be short."), ("user", "question 1"), ("assistant", "answer 1"),

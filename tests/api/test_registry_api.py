@@ -9,6 +9,7 @@ import sys
 import httpx
 import pytest
 
+from agentfolio.app.registry import Principal, RegistryService
 from agentfolio.settings import Settings
 from agentfolio.store import Store
 from tests.storage import LiveServer, settings_env
@@ -71,7 +72,8 @@ def test_auth_and_isolation(api, live: LiveServer, store: Store) -> None:
     error(bob.post("/api/v1/agent_instance/register", json={"agent_id": agent, "agent_version": {}}), 404,
           "not_found")
 
-    token, where = store.registry.create_deployment_token(store.accounts.require("alice"), agent)
+    made = RegistryService(store).create_deployment_token(Principal(store.accounts.require("alice")), agent)
+    token, where = made.token, made.model_dump()
     with httpx.Client(base_url=live.url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as deployed:
         assert ok(deployed.get("/api/v1/ping"))["token_scope"] == "deployment"
         registered = ok(deployed.post("/api/v1/agent_instance/register", json={"agent_version": {"name": "bot"}}))

@@ -92,7 +92,7 @@ def test_bad_documents_are_refused_with_a_pointer() -> None:
         anthropic.read(bad)
 
 
-_SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_SETTINGS
@@ -113,7 +113,7 @@ def test_any_response_reads_and_writes_back_the_same_json(document: dict) -> Non
     assert anthropic.write(read.session) == document
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(durable_states)
 def test_whatever_is_converted_in_is_a_request_the_validator_and_the_sdk_accept(document: dict) -> None:
     conversion = convert(document, to="anthropic", strict_read=False)

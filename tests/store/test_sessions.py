@@ -109,7 +109,8 @@ def test_a_turn_appended_together_is_one_write(store: Store) -> None:
     turn = [request_entry("two", "2025-11-04T19:34:00Z"), response_entry("three", "2025-11-04T19:35:00Z")]
     appended = store.sessions.append_many(account, "s1", turn, expected_version=1)
     assert (appended.position, appended.session.version, appended.session.entry_count) == (1, 2, 3)
-    assert appended.session.last_activity_at == pytest.approx(datetime(2025, 11, 4, 19, 35, tzinfo=timezone.utc).timestamp())
+    latest = datetime(2025, 11, 4, 19, 35, tzinfo=timezone.utc).timestamp()
+    assert appended.session.last_activity_at == pytest.approx(latest)
     with pytest.raises(VersionConflict):
         store.sessions.append_many(account, "s1", turn, expected_version=1)
     # One bad entry refuses the whole turn: nothing of it is stored, the version stays.

@@ -3,14 +3,28 @@ get (polled by the SDK), record_quality, list, and our terminate (docs §4.3, §
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
 from agentfolio.api.errors import error_responses
+from agentfolio.api.registry import parse
 from agentfolio.api.registry.common import (
-    ERROR_STATUSES, LIST, PAGING, SUCCESS, body_doc, current_principal, flat, query, query_doc, read_object, run,
+    ERROR_STATUSES,
+    LIST,
+    PAGING,
+    SUCCESS,
+    answer,
+    body_doc,
+    current_principal,
+    flat,
+    query,
+    query_doc,
+    read_object,
 )
-from agentfolio.store.registry import Principal
+from agentfolio.app.registry import Command, Principal
 
 router = APIRouter(prefix="/api/v1/agent_instance", tags=["agent instances"])
 ONE = {200: SUCCESS, **error_responses(*ERROR_STATUSES)}
@@ -23,33 +37,35 @@ MANY = {200: LIST, **error_responses(*ERROR_STATUSES)}
                                     "idempotency_key?}"))
 async def register(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = flat(await read_object(request))
-    return await run(request, principal, "agent_instances/register", fields, key)
+    return await answer(request, principal, parse.instance_register, fields, key)
 
 
 @router.get("", summary="List agent instances", responses=MANY,
             openapi_extra=query_doc("agent_id", "status", "environment_id", "session_id", "include_risk_level",
                                     *PAGING))
 async def list_instances(request: Request, principal: Principal = Depends(current_principal)) -> Response:
-    return await run(request, principal, "agent_instances/list", query(request))
+    return await answer(request, principal, parse.instance_list, query(request))
 
 
 @router.get("/{agent_instance_id}", summary="Get an agent instance", responses=ONE,
             openapi_extra=query_doc("include_risk_level"))
 async def get_instance(request: Request, agent_instance_id: str,
                        principal: Principal = Depends(current_principal)) -> Response:
-    return await run(request, principal, "agent_instances/get",
-                     {**query(request), "agent_instance_id": agent_instance_id})
+    return await answer(request, principal, parse.instance_get,
+                        {**query(request), "agent_instance_id": agent_instance_id})
 
 
-async def _action(request: Request, principal: Principal, agent_instance_id: str, operation: str) -> Response:
+async def _action(request: Request, principal: Principal, agent_instance_id: str,
+                  read: Callable[[Mapping[str, Any]], Command]) -> Response:
     fields, key = flat(await read_object(request))
-    return await run(request, principal, operation, {**fields, "agent_instance_id": agent_instance_id}, key)
+    return await answer(request, principal, read, {**fields, "agent_instance_id": agent_instance_id}, key)
 
 
 @router.post("/{agent_instance_id}/start", summary="Start an instance", responses=ONE,
              openapi_extra=body_doc("{timestamp?: ISO 8601 | null, idempotency_key?}", required=False))
-async def start(request: Request, agent_instance_id: str, principal: Principal = Depends(current_principal)) -> Response:
-    return await _action(request, principal, agent_instance_id, "agent_instances/start")
+async def start(request: Request, agent_instance_id: str,
+                principal: Principal = Depends(current_principal)) -> Response:
+    return await _action(request, principal, agent_instance_id, parse.instance_start)
 
 
 @router.post("/{agent_instance_id}/finish", summary="Finish an instance", responses=ONE,
@@ -57,18 +73,18 @@ async def start(request: Request, agent_instance_id: str, principal: Principal =
                                     required=False))
 async def finish(request: Request, agent_instance_id: str,
                  principal: Principal = Depends(current_principal)) -> Response:
-    return await _action(request, principal, agent_instance_id, "agent_instances/finish")
+    return await _action(request, principal, agent_instance_id, parse.instance_finish)
 
 
 @router.post("/{agent_instance_id}/record_quality", summary="Record (or remove) a quality payload", responses=ONE,
              openapi_extra=body_doc("{name, payload: object | null, idempotency_key?}"))
 async def record_quality(request: Request, agent_instance_id: str,
                          principal: Principal = Depends(current_principal)) -> Response:
-    return await _action(request, principal, agent_instance_id, "agent_instances/record_quality")
+    return await _action(request, principal, agent_instance_id, parse.instance_record_quality)
 
 
 @router.post("/{agent_instance_id}/terminate", summary="Stop a running instance (the SDK sees it and stops)",
              responses=ONE, openapi_extra=body_doc("{reason?, idempotency_key?}", required=False))
 async def terminate(request: Request, agent_instance_id: str,
                     principal: Principal = Depends(current_principal)) -> Response:
-    return await _action(request, principal, agent_instance_id, "agent_instances/terminate")
+    return await _action(request, principal, agent_instance_id, parse.instance_terminate)

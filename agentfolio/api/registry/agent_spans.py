@@ -7,11 +7,23 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
 from agentfolio.api.errors import error_responses
+from agentfolio.api.registry import parse
 from agentfolio.api.registry.common import (
-    ERROR_STATUSES, LIST, PAGING, SUCCESS, WRAPPED, body_doc, current_principal, flat, query, query_doc, read_object,
-    run, unwrap,
+    ERROR_STATUSES,
+    LIST,
+    PAGING,
+    SUCCESS,
+    WRAPPED,
+    answer,
+    body_doc,
+    current_principal,
+    flat,
+    query,
+    query_doc,
+    read_object,
+    unwrap,
 )
-from agentfolio.store.registry import Principal
+from agentfolio.app.registry import Principal
 
 router = APIRouter(prefix="/api/v1/agent_spans", tags=["agent spans"])
 ONE = {200: SUCCESS, **error_responses(*ERROR_STATUSES)}
@@ -24,7 +36,7 @@ MANY = {200: LIST, **error_responses(*ERROR_STATUSES)}
                                     "idempotency_key?}", properties=WRAPPED))
 async def create_span(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = unwrap(await read_object(request))
-    return await run(request, principal, "agent_spans/create", fields, key)
+    return await answer(request, principal, parse.span_create, fields, key)
 
 
 @router.get("", summary="List spans", responses=MANY,
@@ -32,13 +44,13 @@ async def create_span(request: Request, principal: Principal = Depends(current_p
                                     "parent_span_id", "session_id", "include_summaries", "include_risk_level",
                                     *PAGING))
 async def list_spans(request: Request, principal: Principal = Depends(current_principal)) -> Response:
-    return await run(request, principal, "agent_spans/list", query(request))
+    return await answer(request, principal, parse.span_list, query(request))
 
 
 @router.get("/{agent_span_id}", summary="Get a span", responses=ONE,
             openapi_extra=query_doc("include_summaries", "include_risk_level"))
 async def get_span(request: Request, agent_span_id: str, principal: Principal = Depends(current_principal)) -> Response:
-    return await run(request, principal, "agent_spans/get", {**query(request), "agent_span_id": agent_span_id})
+    return await answer(request, principal, parse.span_get, {**query(request), "agent_span_id": agent_span_id})
 
 
 @router.post("/{agent_span_id}/finish", summary="Finish a span (flat body)", responses=ONE,
@@ -47,4 +59,4 @@ async def get_span(request: Request, agent_span_id: str, principal: Principal = 
 async def finish_span(request: Request, agent_span_id: str,
                       principal: Principal = Depends(current_principal)) -> Response:
     fields, key = flat(await read_object(request))
-    return await run(request, principal, "agent_spans/finish", {**fields, "agent_span_id": agent_span_id}, key)
+    return await answer(request, principal, parse.span_finish, {**fields, "agent_span_id": agent_span_id}, key)

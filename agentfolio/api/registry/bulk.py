@@ -7,10 +7,17 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from agentfolio.api.auth import get_store
-from agentfolio.api.errors import error_responses, json_response
-from agentfolio.api.registry.common import ERROR_STATUSES, body_doc, current_principal, read_object
-from agentfolio.store.registry import Principal
+from agentfolio.api.errors import error_responses, json_response, refusal_body
+from agentfolio.api.registry.common import (
+    ERROR_STATUSES,
+    body_doc,
+    current_principal,
+    output_body,
+    read_object,
+    registry,
+)
+from agentfolio.api.registry.parse import bulk_items
+from agentfolio.app.registry import Principal, RegistryRefusal
 
 router = APIRouter(prefix="/api/v1", tags=["bulk"])
 
@@ -25,6 +32,8 @@ BULK_OK = {"description": "Outputs keyed by idempotency key (200 even when an it
              openapi_extra=body_doc("{items: [{_type, idempotency_key, ...fields or details}]}",
                                     properties={"items": {"type": "array", "items": {"type": "object"}}}))
 async def bulk(request: Request, principal: Principal = Depends(current_principal)) -> Response:
-    body = await read_object(request)
-    outcome = await run_in_threadpool(get_store(request).registry.execute_bulk, principal, body)
-    return json_response(outcome.body, outcome.status)
+    items = bulk_items(await read_object(request))
+    answers = await run_in_threadpool(registry(request).bulk, principal, items)
+    outputs = {item.key: refusal_body(item.answer) if isinstance(item.answer, RegistryRefusal)
+               else output_body(item.answer) for item in answers}
+    return json_response({"status": "success", "outputs": outputs})

@@ -1,14 +1,16 @@
 """What every registry route shares: the caller (account or deployment token), reading
-bodies the way the Prefactor SDKs send them, and answering an operation's outcome.
+bodies the way the Prefactor SDKs send them, and answering outputs as Prefactor JSON.
 
-Routes are thin: they turn path, query and body into the flat fields of a named
-operation (``agentfolio.store.registry.OPERATIONS``) and answer its outcome as is, so a
-route and the matching ``/api/v1/bulk`` item always answer the same.
+Routes are thin: they read path, query and body into a typed input
+(:mod:`agentfolio.api.registry.parse`), call the :class:`RegistryService`, and answer
+its output with :func:`answer` (a refusal becomes the error body through the app's
+exception handler), so a route and the matching ``/api/v1/bulk`` item answer the same.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import orjson
 from fastapi import Depends, Request
@@ -16,26 +18,24 @@ from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
 from starlette.concurrency import run_in_threadpool
 
-from agentfolio.api.auth import bearer, bearer_token, get_store
+from agentfolio.api.auth import bearer, bearer_token, get_folio
 from agentfolio.api.body import parse_body
 from agentfolio.api.errors import ApiError, json_response
-from agentfolio.store.registry import DEPLOYMENT_TOKEN_PREFIX, Principal
+from agentfolio.app.registry import Command, Output, Page, Principal, RegistryService, SpanWritten
 
 #: Error statuses a registry route may answer (documented for every route).
 ERROR_STATUSES = (400, 401, 403, 404, 409, 422)
 
 
+def registry(request: Request) -> RegistryService:
+    """The served application's registry service."""
+    return get_folio(request).registry
+
+
 def current_principal(request: Request,
                       credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
     """The caller: an account token (``afk_…``) or a deployment token (``afd_…``)."""
-    token = bearer_token(request, credentials)
-    store = get_store(request)
-    principal: Principal | None
-    if token.startswith(DEPLOYMENT_TOKEN_PREFIX):
-        principal = store.registry.authenticate_deployment(token)
-    else:
-        account = store.accounts.authenticate(token)
-        principal = Principal(account) if account is not None else None
+    principal = registry(request).authenticate(bearer_token(request, credentials))
     if principal is None:
         raise ApiError(401, "bad_authtoken", "the bearer token is not valid (unknown or revoked)",
                        headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
@@ -98,19 +98,33 @@ def flat(body: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
     return fields, fields.pop("idempotency_key", None)
 
 
-def header_key(request: Request, key: Any) -> Any:
-    return key if key is not None else request.headers.get("idempotency-key")
-
-
-async def run(request: Request, principal: Principal, operation: str, fields: Mapping[str, Any],
-              key: Any = None) -> Response:
-    registry = get_store(request).registry
-    outcome = await run_in_threadpool(registry.execute, principal, operation, fields, header_key(request, key))
-    return json_response(outcome.body, outcome.status)
-
-
 def query(request: Request) -> dict[str, Any]:
     return dict(request.query_params)
+
+
+def output_body(output: Output) -> dict[str, Any]:
+    """An output as the Prefactor API answers it."""
+    if isinstance(output, Page):
+        return {"status": "success", "summaries": [item.model_dump(mode="json") for item in output.items],
+                "pagination": output.pagination, "sorting": output.sorting}
+    if isinstance(output, SpanWritten):
+        body: dict[str, Any] = {"status": "success", "details": output.span.model_dump(mode="json")}
+        if output.control is not None:
+            body["control"] = output.control.model_dump(mode="json")
+        return body
+    return {"status": "success", "details": output.model_dump(mode="json")}
+
+
+async def answer(request: Request, principal: Principal, read: Callable[[Mapping[str, Any]], Command],
+                 fields: Mapping[str, Any], key: Any = None) -> Response:
+    """Read ``fields`` into an input, run it (with the body's or the ``Idempotency-Key``
+    header's key) and answer its output."""
+    command = read(fields)
+    if key is None:
+        key = request.headers.get("idempotency-key")
+    service = registry(request)
+    output = await run_in_threadpool(lambda: service.run(principal, command, key=key))
+    return json_response(output_body(output))
 
 
 # OpenAPI helpers: loose documented shapes (the SDK models are the contract; see docs/prefactor-api.md).
@@ -138,14 +152,3 @@ def query_doc(*names: str) -> dict[str, Any]:
     """Document query parameters that are read from the raw query (bracketed names)."""
     return {"parameters": [{"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
                            for name in names]}
-
-
-def merge(*parts: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for part in parts:
-        for key, value in part.items():
-            if key == "parameters":
-                out.setdefault("parameters", []).extend(value)
-            else:
-                out[key] = value
-    return out

@@ -6,6 +6,12 @@
 back without losing any content kind.
 """
 
+try:
+    import agent_framework  # noqa: F401
+except ImportError as missing:  # pragma: no cover - depends on what is installed
+    raise ImportError("agentfolio.integrations.maf needs Microsoft Agent Framework: "
+                      "pip install 'agentfolio[maf]'") from missing
+
 from agentfolio.integrations.maf.backends import HistoryStoreError, LocalHistoryStore, RemoteHistoryStore
 from agentfolio.integrations.maf.provider import AgentfolioHistoryProvider
 

@@ -7,17 +7,20 @@ writer read, and close.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 import orjson
 
+from agentfolio.app import DEFAULT_ACCOUNT
 from agentfolio.errors import AgentfolioError
 
 if TYPE_CHECKING:
     import httpx
 
+    from agentfolio.app import Agentfolio
     from agentfolio.settings import Settings
     from agentfolio.store import Account, Store
 
@@ -37,7 +40,7 @@ class Snapshot:
     document: dict[str, Any]
 
 
-class VersionMoved(Exception):
+class VersionMovedError(Exception):
     """Another writer appended first: the session is now at ``current``."""
 
     def __init__(self, current: int) -> None:
@@ -45,11 +48,11 @@ class VersionMoved(Exception):
         self.current = current
 
 
-class SessionMissing(Exception):
+class SessionMissingError(Exception):
     """No such session (never written, expired, or deleted)."""
 
 
-class SessionExists(Exception):
+class SessionExistsError(Exception):
     """Another writer created the session first."""
 
 
@@ -64,26 +67,27 @@ class HistoryStore(Protocol):
 
 
 class LocalHistoryStore:
-    """This machine's store (``agentfolio.store``): the SQLite file ``agentfolio serve`` also
-    opens by default, or the database ``AGENTFOLIO_DATABASE_URL`` names, as one account."""
+    """This machine's store, through agentfolio's application layer: the SQLite file
+    ``agentfolio serve`` also opens by default, or the database ``AGENTFOLIO_DATABASE_URL``
+    names, as one account."""
 
-    def __init__(self, store: Store | None = None, *, account: str = "default",
+    def __init__(self, store: Store | None = None, *, account: str = DEFAULT_ACCOUNT,
                  settings: Settings | None = None) -> None:
         self._store = store
-        self._owns_store = store is None
         self._settings = settings
         self._account_name = account
+        self._folio: Agentfolio | None = None
         self._account: Account | None = None
 
-    def _opened(self) -> tuple[Store, Account]:
-        if self._store is None:
-            from agentfolio.settings import Settings
-            from agentfolio.store import Store
+    def _opened(self) -> tuple[Agentfolio, Account]:
+        if self._folio is None:
+            from agentfolio.app import Agentfolio
 
-            self._store = Store.open(self._settings or Settings.from_env())
+            self._folio = (Agentfolio(self._store, owned=False) if self._store is not None
+                           else Agentfolio.open(self._settings))
         if self._account is None:
-            self._account = self._store.accounts.ensure(self._account_name)
-        return self._store, self._account
+            self._account = self._folio.accounts.ensure(self._account_name)
+        return self._folio, self._account
 
     async def read(self, session_id: str) -> Snapshot | None:
         return await asyncio.to_thread(self._read, session_id)
@@ -91,12 +95,12 @@ class LocalHistoryStore:
     def _read(self, session_id: str) -> Snapshot | None:
         from agentfolio.store import NotFound
 
-        store, account = self._opened()
+        folio, account = self._opened()
         try:
-            info, document = store.sessions.get_document(account, session_id)
+            info, data = folio.sessions.read_bytes(account, session_id)
         except NotFound:
             return None
-        return Snapshot(info.version, document)
+        return Snapshot(info.version, orjson.loads(data))
 
     async def create(self, session_id: str, document: dict[str, Any], agent: str | None) -> int:
         return await asyncio.to_thread(self._create, session_id, document, agent)
@@ -104,11 +108,11 @@ class LocalHistoryStore:
     def _create(self, session_id: str, document: dict[str, Any], agent: str | None) -> int:
         from agentfolio.store import AlreadyExists, StoreError
 
-        store, account = self._opened()
+        folio, account = self._opened()
         try:
-            return store.sessions.create(account, document, session_id=session_id, agent=agent).session.version
+            return folio.sessions.create(account, document, session_id=session_id, agent=agent).session.version
         except AlreadyExists:
-            raise SessionExists() from None
+            raise SessionExistsError() from None
         except StoreError as error:
             raise HistoryStoreError(f"the store refused session {session_id!r}: {error.message}") from None
 
@@ -118,21 +122,21 @@ class LocalHistoryStore:
     def _append(self, session_id: str, entries: list[dict[str, Any]], expected_version: int | None) -> int:
         from agentfolio.store import NotFound, StoreError, VersionConflict
 
-        store, account = self._opened()
+        folio, account = self._opened()
         try:
-            return store.sessions.append_many(account, session_id, entries,
+            return folio.sessions.append_many(account, session_id, entries,
                                               expected_version=expected_version).session.version
         except VersionConflict as conflict:
-            raise VersionMoved(conflict.current) from None
+            raise VersionMovedError(conflict.current) from None
         except NotFound:
-            raise SessionMissing() from None
+            raise SessionMissingError() from None
         except StoreError as error:
             raise HistoryStoreError(f"the store refused a turn of session {session_id!r}: {error.message}") from None
 
     async def aclose(self) -> None:
-        if self._owns_store and self._store is not None:
-            self._store.close()
-            self._store = None
+        if self._folio is not None:
+            self._folio.close()  # closes the store only when it opened it
+            self._folio = None
             self._account = None
 
 
@@ -179,7 +183,7 @@ class RemoteHistoryStore:
         params = {"id": session_id, **({"agent": agent} if agent else {})}
         response = await self._send("POST", "/api/v1/sessions", params=params, content=orjson.dumps(document))
         if response.status_code == 409:
-            raise SessionExists()
+            raise SessionExistsError()
         _expect(response, 201, self.url)
         return _version(response)
 
@@ -188,19 +192,17 @@ class RemoteHistoryStore:
         response = await self._send("POST", _session_path(session_id) + "/entries", content=orjson.dumps(entries),
                                     headers={"If-Match": if_match})
         if response.status_code == 412:
-            raise VersionMoved(_version(response))
+            raise VersionMovedError(_version(response))
         if response.status_code == 404:
-            raise SessionMissing()
+            raise SessionMissingError()
         _expect(response, 201, self.url)
         return _version(response)
 
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
-            try:
+            with contextlib.suppress(RuntimeError):  # its event loop is gone: nothing left to close
                 await client.aclose()
-            except RuntimeError:  # its event loop is gone: nothing left to close
-                pass
 
 
 def _session_path(session_id: str) -> str:

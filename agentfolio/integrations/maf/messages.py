@@ -21,9 +21,10 @@ because it may hold secrets.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 import orjson
 from agent_framework import Content, Message
@@ -72,7 +73,7 @@ _STRING_FIELDS = frozenset({"text", "uri", "mediaType", "message", "errorCode", 
                             "vectorStoreId"})
 
 
-class UnreadableContent(ValueError):
+class UnreadableContentError(ValueError):
     """A durable content this module cannot turn into a MAF content (written by another producer)."""
 
 
@@ -173,13 +174,13 @@ def content_from_durable(written: Mapping[str, Any]) -> Content:
     """A durable-state content as the MAF content it was written from."""
     durable_type = written.get("$type")
     if durable_type == "unknown":
-        whole = written.get("content")
-        if isinstance(whole, dict) and isinstance(whole.get("type"), str):
-            return _from_dict(whole)
-        raise UnreadableContent("an unknown content that is not an Agent Framework content")
+        kept_whole = written.get("content")
+        if isinstance(kept_whole, dict) and isinstance(kept_whole.get("type"), str):
+            return _from_dict(kept_whole)
+        raise UnreadableContentError("an unknown content that is not an Agent Framework content")
     maf_type = _MAF_TYPE.get(durable_type) if isinstance(durable_type, str) else None
     if maf_type is None:
-        raise UnreadableContent(f"a content of type {durable_type!r}")
+        raise UnreadableContentError(f"a content of type {durable_type!r}")
     kind = _KINDS[maf_type]
     whole: dict[str, Any] = {"type": maf_type}
     for maf_name, durable_name in kind.fields:
@@ -217,7 +218,7 @@ def message_from_durable(written: Mapping[str, Any], *, on_unreadable: Callable[
             continue
         try:
             contents.append(content_from_durable(item))
-        except UnreadableContent as why:
+        except UnreadableContentError as why:
             if on_unreadable is not None:
                 on_unreadable(str(why))
     whole["contents"] = []
@@ -235,9 +236,8 @@ def history_messages(document: Mapping[str, Any], *,
     for entry in history if isinstance(history, list) else ():
         if not isinstance(entry, dict) or entry.get("$type") in _NOT_REPLAYED:
             continue
-        for written in entry.get("messages") or ():
-            if isinstance(written, dict):
-                messages.append(message_from_durable(written, on_unreadable=on_unreadable))
+        messages.extend(message_from_durable(written, on_unreadable=on_unreadable)
+                        for written in entry.get("messages") or () if isinstance(written, dict))
     return messages
 
 
@@ -248,7 +248,7 @@ def _from_dict(whole: dict[str, Any]) -> Content:
     try:
         return Content.from_dict(whole)
     except (TypeError, ValueError) as error:
-        raise UnreadableContent(f"a {whole.get('type')!r} content MAF refuses: {error}") from None
+        raise UnreadableContentError(f"a {whole.get('type')!r} content MAF refuses: {error}") from None
 
 
 def _usage_to_durable(details: Mapping[str, Any]) -> dict[str, Any]:
@@ -283,4 +283,4 @@ def _loads_or_none(text: str) -> Any:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")

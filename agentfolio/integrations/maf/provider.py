@@ -24,20 +24,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agent_framework import HistoryProvider, Message
 
+from agentfolio.app import DEFAULT_ACCOUNT
 from agentfolio.integrations.maf.backends import (
     HistoryStore,
     HistoryStoreError,
     LocalHistoryStore,
     RemoteHistoryStore,
-    SessionExists,
-    SessionMissing,
-    VersionMoved,
+    SessionExistsError,
+    SessionMissingError,
+    VersionMovedError,
 )
 from agentfolio.integrations.maf.messages import history_messages, json_safe, new_document, turn_entries
 from agentfolio.store.sessions import SESSION_ID, SESSION_ID_RULE
@@ -82,12 +84,14 @@ class AgentfolioHistoryProvider(HistoryProvider):
         agent_name: The agent a new session is filed under (default: the agent's name).
         load_messages, store_inputs, store_context_messages, store_context_from,
         store_outputs: MAF's history-provider flags.
+        history_store: Anywhere else that answers :class:`HistoryStore`'s calls (instead of
+            the local or remote store above).
     """
 
     DEFAULT_SOURCE_ID: ClassVar[str] = "agentfolio"
 
     def __init__(self, source_id: str | None = None, *, url: str | None = None, token: str | None = None,
-                 store: Store | None = None, account: str = "default", agent_name: str | None = None,
+                 store: Store | None = None, account: str = DEFAULT_ACCOUNT, agent_name: str | None = None,
                  load_messages: bool = True, store_inputs: bool = True, store_context_messages: bool = False,
                  store_context_from: set[str] | None = None, store_outputs: bool = True,
                  history_store: HistoryStore | None = None) -> None:
@@ -169,14 +173,14 @@ class AgentfolioHistoryProvider(HistoryProvider):
                     version = await self.history_store.create(session_id, new_document(entries), _agent_label(agent))
                 else:
                     version = await self.history_store.append(session_id, entries, expected)
-            except VersionMoved as moved:
+            except VersionMovedError as moved:
                 self.conflicts += 1
                 log.info("session %s moved from version %s to %s while this turn ran: appending after it",
                          session_id, expected, moved.current)
                 expected = moved.current
-            except SessionExists:
+            except SessionExistsError:
                 expected = None  # created by another writer meanwhile: append after whatever it holds
-            except SessionMissing:
+            except SessionMissingError:
                 expected = 0  # expired or deleted since it was read: start it again
             else:
                 self._versions[session_id] = version

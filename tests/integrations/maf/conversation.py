@@ -14,16 +14,19 @@ import argparse
 import asyncio
 import sys
 import warnings
-from typing import Any, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from typing import Any
 
 import orjson
 from agent_framework import (
     Agent,
     BaseChatClient,
     ChatResponse,
+    ChatResponseUpdate,
     Content,
     FunctionInvocationLayer,
     Message,
+    ResponseStream,
     tool,
 )
 
@@ -53,15 +56,25 @@ class FakeChatClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
         super().__init__(**kwargs)
         self.seen: list[list[dict[str, Any]]] = []
 
-    def _inner_get_response(self, *, messages: Sequence[Message], stream: bool, options: Mapping[str, Any],
-                            **kwargs: Any) -> Awaitable[ChatResponse]:
+    def _inner_get_response(
+        self, *, messages: Sequence[Message], stream: bool, options: Mapping[str, Any], **kwargs: Any
+    ) -> Awaitable[ChatResponse] | ResponseStream[ChatResponseUpdate, ChatResponse]:
         self.seen.append([message.to_dict() for message in messages])
-        return self._answer(list(messages))
+        if not stream:
+            return self._answer(list(messages))
+
+        async def updates() -> AsyncIterator[ChatResponseUpdate]:
+            response = await self._answer(list(messages))
+            for message in response.messages:
+                yield ChatResponseUpdate(role=message.role, contents=message.contents, message_id=message.message_id)
+
+        return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
 
     async def _answer(self, messages: list[Message]) -> ChatResponse:
         last = messages[-1]
         turn = sum(1 for message in messages if message.role == "user")
-        usage = {"input_token_count": 10 * len(messages), "output_token_count": 7, "total_token_count": 10 * len(messages) + 7}
+        shown = 10 * len(messages)
+        usage = {"input_token_count": shown, "output_token_count": 7, "total_token_count": shown + 7}
         if last.role == "user" and "weather" in last.text:
             city = "Oslo" if "Oslo" in last.text else "Paris"
             call = Content.from_function_call(f"call_{turn}", "get_weather", arguments=f'{{"city": "{city}"}}',
@@ -76,7 +89,8 @@ class FakeChatClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
                 Content.from_search_tool_call(f"ws_{turn}", tool_name="web_search", arguments={"q": "croissants"},
                                               status="completed"),
                 Content.from_search_tool_result(f"ws_{turn}", tool_name="web_search",
-                                                result=[{"url": "https://example.com/croissant", "title": "Croissant"}]),
+                                                result=[{"url": "https://example.com/croissant",
+                                                         "title": "Croissant"}]),
                 Content.from_text("Croissants are flaky.", annotations=[
                     {"type": "citation", "title": "Croissant", "url": "https://example.com/croissant"}]),
             ]

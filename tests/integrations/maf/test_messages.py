@@ -118,7 +118,7 @@ def test_microsofts_durable_agent_classes_read_what_is_written() -> None:
         state = DurableAgentState.from_dict(document)
         read = state.data.conversation_history[1].messages[0].to_chat_message()
     assert [c.type for c in read.contents] == [c.type for c in contents]
-    for theirs, ours in zip(read.contents, contents):
+    for theirs, ours in zip(read.contents, contents, strict=True):
         if DURABLE_TYPES.get(ours.type) is None:  # their unknown reader rebuilds our content whole
             assert theirs.to_dict() == ours.to_dict()
 

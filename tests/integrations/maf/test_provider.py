@@ -178,6 +178,6 @@ def test_two_writers_on_a_served_session_never_lose_a_turn(live: LiveServer, sto
     info, document = store.sessions.get_document(store.accounts.ensure("default"), "shared")
     history = document["data"]["conversationHistory"]
     assert len(history) == 4 * rounds and info.version == 2 * rounds
-    for request, response in zip(history[::2], history[1::2]):
+    for request, response in zip(history[::2], history[1::2], strict=True):
         assert (request["$type"], response["$type"]) == ("request", "response")
         assert request["correlationId"] == response["correlationId"]

@@ -1,0 +1,123 @@
+"""Who calls, and one operation's unit of work with the checks every operation shares:
+which agent, instance or span a caller may reach, and which IDs it may choose."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from agentfolio.app.registry.errors import NotPermitted, field_error, not_found
+from agentfolio.registry import ids
+from agentfolio.registry.risk import DEFAULT_RISK_PROFILE, RiskProfile
+from agentfolio.store.accounts import Account
+from agentfolio.store.registry import AccountRecord, RegistryUnit
+from agentfolio.store.registry.records import IdempotencyRecord
+
+
+def now_us() -> int:
+    """Now, in microseconds since the Unix epoch (how the store keeps time)."""
+    return time.time_ns() // 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: an account token (the whole account) or a deployment token (one
+    agent in one environment: every ID it names is checked against that agent)."""
+
+    account: Account
+    scope: Literal["account", "deployment"] = "account"
+    deployment_id: str | None = None
+    agent_id: str | None = None
+    environment_id: str | None = None
+
+    @property
+    def deployed(self) -> bool:
+        return self.scope == "deployment"
+
+
+@dataclass
+class Work:
+    """One operation (or one bulk request) inside one unit of work."""
+
+    unit: RegistryUnit
+    principal: Principal
+    account: AccountRecord
+    #: instance rows read in this unit (spans of one instance arrive together)
+    instances: dict[str, Any] = field(default_factory=dict)
+    #: span id → its instance id, for parent checks (spans never move)
+    span_instances: dict[str, str] = field(default_factory=dict)
+    #: (operation, idempotency key) → the kept answer, as read or written in this unit
+    answers: dict[tuple[str, str], IdempotencyRecord | None] = field(default_factory=dict)
+    prefetched: bool = False
+
+    def prefetch_keys(self, keys: list[str]) -> None:
+        """Read the kept answers of all these keys at once (a bulk request's)."""
+        for record in self.unit.idempotency.find_keys(keys):
+            self.answers[(record.operation, record.key)] = record
+        self.prefetched = True
+
+    def answered(self, operation: str, key: str) -> IdempotencyRecord | None:
+        if (operation, key) in self.answers or self.prefetched:
+            return self.answers.get((operation, key))
+        found = self.answers[(operation, key)] = self.unit.idempotency.find(operation, key)
+        return found
+
+    def keep_answer(self, record: IdempotencyRecord, *, buffered: bool) -> None:
+        self.answers[(record.operation, record.key)] = record
+        self.unit.idempotency.insert(record, buffered=buffered)
+
+    def forget_answer(self, operation: str, key: str) -> None:
+        """After a savepoint rolled back: the answer kept inside it is gone."""
+        self.answers.pop((operation, key), None)
+
+    def new_id(self) -> str:
+        return ids.new_id(self.account.partition)
+
+    def claim_id(self, chosen: str | None, used: Callable[[str], bool]) -> str:
+        """The ID of a new object: ``chosen`` (checked) or a fresh one.
+
+        A chosen ID must carry the account's partition, which no other account shares;
+        so whether another account uses it never changes the answer."""
+        if chosen is None:
+            return self.new_id()
+        if ids.decode(chosen).partition != self.account.partition:
+            raise field_error("id", f"{chosen!r} is not in this account's ID partition "
+                                    f"({self.account.partition}): leave id out and one is made")
+        if used(chosen):
+            raise field_error("id", f"{chosen!r} is already used")
+        return chosen
+
+    def deny_deployment(self, what: str) -> None:
+        if self.principal.deployed:
+            raise NotPermitted(f"a deployment token cannot {what}; use an account token")
+
+    def agent(self, agent_id: object) -> Any:
+        row = self.unit.agents.get(agent_id) if ids.is_id(agent_id) else None  # type: ignore[arg-type]
+        if row is None:
+            raise not_found("agent", agent_id)
+        if self.principal.deployed and row.id != self.principal.agent_id:
+            raise NotPermitted("this deployment token belongs to another agent")
+        return row
+
+    def instance(self, instance_id: object, *, cached: bool = False) -> Any:
+        if cached and instance_id in self.instances:
+            return self.instances[instance_id]
+        row = self.unit.instances.get(instance_id) if ids.is_id(instance_id) else None  # type: ignore[arg-type]
+        if row is None or (self.principal.deployed and row.agent_id != self.principal.agent_id):
+            raise not_found("agent instance", instance_id)
+        self.instances[row.id] = row
+        return row
+
+    def span(self, span_id: object) -> dict[str, Any]:
+        row = self.unit.spans.get(span_id) if ids.is_id(span_id) else None  # type: ignore[arg-type]
+        if row is None or (self.principal.deployed and row["agent_id"] != self.principal.agent_id):
+            raise not_found("agent span", span_id)
+        return row
+
+    def risk_profile(self) -> RiskProfile:
+        raw = self.unit.settings.risk_profile()
+        return DEFAULT_RISK_PROFILE if raw is None else RiskProfile.from_json(orjson.loads(raw))
