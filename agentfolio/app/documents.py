@@ -178,8 +178,11 @@ def identify(document: Any, *, name: str, size: int) -> Identified:
         fmt = registry.detect(document, source=name)
     except FormatError:
         fmt = None
-    if fmt is not None and fmt.name == "message-body":
+    if fmt is not None and fmt.name == "message-body" and set(document) == {"parts"}:
         fmt = None  # a body (or a body schema) has views of its own, below
+    # Anything else with parts (an ACP message: ``role`` + ``parts``) is read as the one
+    # message it is, as ``agentfolio show`` reads it: its other properties are reported
+    # where they stand and kept, not refused.
     if fmt is not None:
         found.detected = fmt.name
         try:
@@ -202,6 +205,7 @@ def identify(document: Any, *, name: str, size: int) -> Identified:
     found.message = ("not a document agentfolio knows: expected a session (" + ", ".join(registry.FORMATS)
                      + "), a span export, a schema version, a MessageBody or a MessageBody schema")
     found.problems = [Problem("", found.message)]
+    found.document = document  # still shown, as the JSON it is
     return found
 
 
@@ -222,9 +226,19 @@ def _identify_body(found: Identified, document: Any) -> Identified:
         found.kind, found.document = kind, parsed
         found.detected = "MessageBody schema" if kind == "body_schema" else "MessageBody"
         return found
+    if isinstance(document, list) and document and all(isinstance(part, dict) for part in document):
+        # A bare array of parts that breaks the body rules: shown as one message, each
+        # problem at its own part (as ``{"parts": [...]}`` would be).
+        body_format = registry.get("message-body")
+        result = body_format.read({"parts": document}, strict=False, source=found.name)
+        result.problems = [Problem(problem.pointer.removeprefix("/parts"), problem.message)
+                           for problem in result.problems]
+        found.kind, found.detected, found.result, found.problems = "session", "message parts", result, result.problems
+        return found
     found.detected = "MessageBody schema" if schema_first else "MessageBody"
     found.message = errors[0]
     found.problems = [Problem("/parts", errors[0])]
+    found.document = document
     return found
 
 

@@ -45,6 +45,11 @@ class SessionService:
         """The durable state exactly as stored, and its info."""
         return self._sessions.get_bytes(account, session_id)
 
+    def read_window(self, account: Account, session_id: str, start: int, stop: int) -> tuple[SessionInfo, bytes]:
+        """The durable state with only entries ``start``..``stop`` in its history (the rest of
+        the document as stored): one screen of a long session, at the cost of that screen."""
+        return self._sessions.get_window(account, session_id, start, stop)
+
     def export(self, account: Account, session_id: str, format_name: str = durable_state.FORMAT.name) -> Exported:
         """The session written in ``format_name`` (any format the registry can write)."""
         info, data = self._sessions.get_bytes(account, session_id)

@@ -65,21 +65,34 @@ def render_session(session: Session, *, title: str | None = None, expand: bool =
     header = Text(title or "session", style="bold")
     if session.schema_version:
         header.append(f"  durable state {session.schema_version}", style="dim")
-    model = session.extra.get("model")
-    if isinstance(model, str):
+    model = rules.session_model(session)
+    if model:
         header.append(f"  model {model}", style="dim")
     header.append(f"  {len(session.entries)} entries", style="dim")
     parts.append(header)
+    properties = rules.session_properties(session)
+    if properties:
+        parts.append(_raw("session properties", properties))
+    places = rules.outcome_places(session, rules.outcomes(session))
     for index, entry in enumerate(session.entries):
         parts.append(_entry_rule(index, entry))
         if isinstance(entry, OpaqueEntry):
             parts.append(_raw(f"entry of unknown kind {entry.kind!r}, kept as read", entry.to_json_value()))
             continue
+        if entry.kind == "compaction":
+            parts.append(Text("compaction: " + rules.compaction_range(session, index), style="bold blue"))
         for message in entry.items:
             parts.append(_message(message, pairs, expand))
         usage = entry_usage(entry)
         if usage is not None:
             parts.append(Padding(Text(format_usage(usage), style="dim"), (0, 0, 0, 2)))
+        more = rules.more_properties(entry, rules.ENTRY_DRAWN)
+        if more:
+            parts.append(Padding(_raw("entry properties", more), (0, 0, 0, 2)))
+        parts.extend(_outcome(outcome, pairs, expand) for outcome in places.get(index, []))
+    if places.get(-1):
+        parts.append(Rule(Text("outcomes of requests not in the history", style="dim"), align="left", style="dim"))
+        parts.extend(_outcome(outcome, pairs, expand) for outcome in places[-1])
     totals = token_totals(session)
     parts.append(Rule(style="dim"))
     parts.append(Text(f"{totals.responses} response(s) with usage · total tokens: in {totals.input:,} · "
@@ -91,6 +104,23 @@ def print_session(session: Session, *, console: Console | None = None, title: st
                   expand: bool = False) -> None:
     # Everything in a session was written by someone else: no escape sequence reaches the terminal.
     (console or Console()).print(Safe(render_session(session, title=title, expand=expand)))
+
+
+def _outcome(outcome: rules.Outcome, pairs: ToolPairs, expand: bool) -> RenderableType:
+    """How a request ended (2.0 terminal result and receipt): the line, the answer, the rest."""
+    parts: list[RenderableType] = [Text(f"outcome of {outcome.correlation_id}: {outcome.line()}",
+                                        style=f"bold {_FAILED if outcome.failed else _OK}")]
+    if outcome.usage is None:
+        parts.append(Text("no usage recorded", style="dim"))
+    if outcome.error is not None:
+        parts.append(_raw("error", outcome.error))
+    parts.extend(_message(message, pairs, expand) for message in outcome.messages)
+    parts.extend(_raw("answer message", raw) for raw in outcome.raw_messages)
+    if outcome.has_value:
+        parts.append(_raw("value", outcome.value))
+    if outcome.more:
+        parts.append(_raw("more about this outcome", outcome.more))
+    return Padding(Group(*parts), (0, 0, 0, 2))
 
 
 def _entry_rule(index: int, entry: Any) -> Rule:
@@ -111,40 +141,52 @@ def _message(message: Message, pairs: ToolPairs, expand: bool = False) -> Render
         head.append(f" ({message.author_name})", style="italic")
     if message.created_at:
         head.append(f"  {message.created_at}", style="dim")
+    if message.message_id:
+        head.append(f"  id {message.message_id}", style="dim")
     body = [Padding(block, (0, 0, 0, 2)) for block in _contents(message.items, pairs, expand)]
+    more = rules.more_properties(message, rules.MESSAGE_DRAWN)
+    if more:
+        body.append(Padding(_raw("message properties", more), (0, 0, 0, 2)))
     return Group(head, *body)
 
 
 def _contents(contents: Iterable[Any], pairs: ToolPairs, expand: bool = False) -> Iterable[RenderableType]:
     for content in contents:
-        kind = rules.segment_kind(content)
-        paired = kind == "tool_call_result" and pairs.is_paired(content)  # shown with its call
-        if kind in _SEGMENTS and not expand and not paired and rules.is_folded(content, kind):
-            yield _folded(content, kind, pairs)
-            continue
-        render = _SEGMENTS.get(kind)
-        if render is not None:
-            yield render(content, pairs)
-        elif isinstance(content, ErrorContent):
-            code = f" [{content.error_code}]" if content.error_code else ""
-            yield Text(f"error{code}: {content.message or ''}", style="bold red")
-        elif isinstance(content, (DataContent, UriContent)):
-            uri = content.uri or ""
-            shown = uri if len(uri) <= 80 else uri[:77] + "…"
-            yield Text(f"[{content.media_type or 'file'}] {shown}", style="blue")
-        elif isinstance(content, HostedFileContent):
-            yield Text(f"[hosted file] {content.file_id}", style="blue")
-        elif isinstance(content, HostedVectorStoreContent):
-            yield Text(f"[vector store] {content.vector_store_id}", style="blue")
-        elif isinstance(content, UsageContent):
-            if content.usage is not None:
-                yield Text(format_usage(content.usage), style="dim")
-        elif isinstance(content, UnknownContent):
-            yield _raw("framework content durable state has no type for", content.content)
-        elif isinstance(content, OpaqueContent):
-            yield _raw(f"content of unknown kind {content.kind!r}, kept as read", content.to_json_value())
-        else:
-            yield _raw(f"{content.kind}", content.to_json_value())
+        yield from _content(content, pairs, expand)
+        more = rules.more_properties(content, rules.CONTENT_DRAWN) if rules.segment_kind(content) != "raw" else {}
+        if more:
+            yield _raw("more properties", more)
+
+
+def _content(content: Any, pairs: ToolPairs, expand: bool) -> Iterable[RenderableType]:
+    kind = rules.segment_kind(content)
+    paired = kind == "tool_call_result" and pairs.is_paired(content)  # shown with its call
+    if kind in _SEGMENTS and not expand and not paired and rules.is_folded(content, kind):
+        yield _folded(content, kind, pairs)
+        return
+    render = _SEGMENTS.get(kind)
+    if render is not None:
+        yield render(content, pairs)
+    elif isinstance(content, ErrorContent):
+        code = f" [{content.error_code}]" if content.error_code else ""
+        yield Text(f"error{code}: {content.message or ''}", style="bold red")
+    elif isinstance(content, (DataContent, UriContent)):
+        uri = content.uri or ""
+        shown = rules.shown_url(uri, 80)
+        yield Text(f"[{content.media_type or 'file'}] {shown}", style="blue")
+    elif isinstance(content, HostedFileContent):
+        yield Text(f"[hosted file] {content.file_id}", style="blue")
+    elif isinstance(content, HostedVectorStoreContent):
+        yield Text(f"[vector store] {content.vector_store_id}", style="blue")
+    elif isinstance(content, UsageContent):
+        if content.usage is not None:
+            yield Text(format_usage(content.usage), style="dim")
+    elif isinstance(content, UnknownContent):
+        yield _raw("framework content durable state has no type for", content.content)
+    elif isinstance(content, OpaqueContent):
+        yield _raw(f"content of unknown kind {content.kind!r}, kept as read", content.to_json_value())
+    else:
+        yield _raw(f"{content.kind}", content.to_json_value())
 
 
 def _folded(content: Any, kind: str, pairs: ToolPairs) -> RenderableType:
@@ -265,7 +307,13 @@ def _tool_result(content: FunctionResultContent, pairs: ToolPairs) -> Renderable
     name = content.extra.get("toolName") or pairs.call_names.get(content.call_id or "", "unmatched call")
     style = _FAILED if rules.call_failed(content) else _OK
     mark = "✗ failed" if rules.call_failed(content) else "✓"
-    return Group(Text(f"← result of {name} [{content.call_id}] {mark}", style=style), _value(content.result))
+    return Group(Text(f"← result of {name} [{content.call_id}] {mark}", style=style), *_exception(content),
+                 _value(content.result))
+
+
+def _exception(result: FunctionResultContent | None) -> list[RenderableType]:
+    exception = rules.call_exception(result)
+    return [Text(f"exception: {exception}", style="bold red")] if exception else []
 
 
 _SEGMENTS = {
@@ -293,7 +341,7 @@ def _call(call: FunctionCallContent, result: FunctionResultContent | None) -> Re
     else:
         failed = rules.call_failed(result)
         head = Text(f"← result {'✗ failed' if failed else '✓'}", style=_FAILED if failed else _OK)
-        parts.append(Padding(Group(head, _value(result.result)), (0, 0, 0, 2)))
+        parts.append(Padding(Group(head, *_exception(result), _value(result.result)), (0, 0, 0, 2)))
     return Group(*parts)
 
 

@@ -143,7 +143,8 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     else :data:`DEFAULT_ROLE`).  A tolerant read keeps a part that breaks the rules as an
     OpaqueContent and unknown root properties in the session's ``extra``."""
     problems = validated(validate, document, strict=strict, source=source)
-    role = role or (options.body_role if options else None) or DEFAULT_ROLE
+    own_role, author = _message_role(document)
+    role = role or own_role or (options.body_role if options else None) or DEFAULT_ROLE
     flagged = {problem.pointer for problem in problems}
     origin = Origin()
     contents = []
@@ -156,7 +157,8 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
             content = content_of(MessagePart.model_validate(raw))
             origin.add(content, pointer, _NAMES.get(type(content), {}))
         contents.append(content)
-    message = Message(role=role, contents=tuple(contents))
+    message = Message(role=role, author_name=author, contents=tuple(contents)) if author else \
+        Message(role=role, contents=tuple(contents))
     origin.add(message, "", {"contents": ("parts",)})
     entry = (RequestEntry if role in REQUEST_ROLES else ResponseEntry)(messages=(message,))
     origin.add(entry, "", {"messages": ("parts",)})
@@ -164,6 +166,17 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     origin.add(session, "")
     session = with_extras(session, {key: value for key, value in document.items() if key != "parts"})
     return ReadResult(session=session, format=NAME, problems=problems, origin=origin)
+
+
+def _message_role(document: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The role an ACP message gives itself (``user``, ``agent`` or ``agent/<name>``, an
+    assistant called <name>), and that name; ``(None, None)`` for a plain body."""
+    role = document.get("role")
+    if not isinstance(role, str) or not role.strip():
+        return None, None
+    if role == "agent" or role.startswith("agent/"):
+        return "assistant", role[6:] or None
+    return role, None
 
 
 def _is_json(essence: str) -> bool:

@@ -7,9 +7,19 @@ canonical model, so the terminal and the web viewer never disagree.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from agentfolio.model import FunctionCallContent, FunctionResultContent, ResponseEntry, Session, Usage, UsageContent
+from agentfolio.model import (
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    ResponseEntry,
+    Session,
+    Usage,
+    UsageContent,
+)
 from agentfolio.model.analysis import LONG_TEXT_CHARS, MEDIA_CLASSES, call_failed, media_class
+from agentfolio.model.base import Record
 
 ROLE_STYLES: dict[str, str] = {
     "user": "bold cyan",
@@ -144,10 +154,17 @@ def entry_usage(entry: object) -> Usage | None:
 
 
 def token_totals(session: Session) -> TokenTotals:
+    """Usage summed over responses, and over the outcomes (2.0 ``terminalResults``) of
+    requests whose response is not in the history."""
     totals = TokenTotals()
+    answered: set[str | None] = set()
     for entry in session.entries:
         if isinstance(entry, ResponseEntry) or getattr(entry, "kind", None) == "errorResponse":
             totals.add(entry_usage(entry))
+            answered.add(getattr(entry, "correlation_id", None))
+    for key, outcome in outcomes(session).items():
+        if key not in answered:
+            totals.add(outcome.usage)
     return totals
 
 
@@ -486,3 +503,231 @@ def tools_of(session: Session) -> list[ToolInfo]:
     tools = [ToolInfo(t.name, t.description, t.parameters, calls.get(t.name, 0), True) for t in offered.values()]
     tools.extend(ToolInfo(name, calls=count) for name, count in calls.items() if name not in offered)
     return tools
+
+
+# -- What a record holds beyond what a renderer draws ------------------------------------
+#
+# Nothing a record carries is hidden: whatever has no look of its own is shown as its
+# JSON ("more properties"), in every renderer.
+
+#: Unknown properties a renderer already draws in its own way.
+DRAWN_EXTRAS = frozenset({"success", "toolName", "altText", "exception"})
+#: Data-level properties drawn in their own way (outcomes of 2.0 states).
+DRAWN_DATA = frozenset({"terminalResults", "completionReceipts"})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_json_value()
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def more_properties(record: object, drawn: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
+    """The properties of ``record`` no renderer draws otherwise, by wire name: modelled
+    fields that were given and are not in ``drawn`` (Python names), then unknown ones."""
+    if not isinstance(record, Record):
+        return {}
+    found: dict[str, Any] = {}
+    fields = type(record).model_fields
+    for name in record.model_fields_set:
+        if name in drawn or name not in fields:
+            continue
+        value = getattr(record, name)
+        if value is not None:
+            found[fields[name].alias or name] = _plain(value)
+    found.update((key, value) for key, value in record.extra.items() if key not in DRAWN_EXTRAS)
+    return found
+
+
+#: Entry and message fields every renderer draws in its header or body.
+ENTRY_DRAWN = frozenset({"kind", "correlation_id", "created_at", "messages", "usage"})
+MESSAGE_DRAWN = frozenset({"role", "author_name", "created_at", "contents", "message_id"})
+#: Content fields the segment kinds draw (everything else is "more properties").
+CONTENT_DRAWN = frozenset({"kind", "presentation", "text", "uri", "media_type", "message", "error_code", "details",
+                           "call_id", "name", "arguments", "result", "file_id", "vector_store_id", "usage", "content",
+                           "value", "description", "items", "file_name", "snippet", "size_bytes", "parsed_content",
+                           "content_type", "encoding", "url", "metadata"})
+
+
+def session_properties(session: Session) -> dict[str, Any]:
+    """Session- and data-level properties not drawn elsewhere (``session``, ``truncation``...)."""
+    found = {key: value for key, value in session.extra.items() if key != "model"}
+    if session.data is not None:
+        found.update((key, value) for key, value in session.data.extra.items() if key not in DRAWN_DATA)
+    return found
+
+
+def session_model(session: Session) -> str | None:
+    """The model a record names at its top (the Prompt Envelope's ``model``)."""
+    model = session.extra.get("model")
+    return model if isinstance(model, str) else None
+
+
+def call_exception(result: FunctionResultContent | None) -> str | None:
+    """The exception a tool result reports (durable state's ``exception`` property), as text."""
+    if result is None:
+        return None
+    exception = result.extra.get("exception")
+    if exception in (None, "", False):
+        return None
+    if isinstance(exception, str):
+        return exception
+    return _json_text(exception)
+
+
+def media_source(content: object) -> str | None:
+    """Where a media or file segment says its bytes are (shown whether or not they load)."""
+    for attribute in ("uri", "url"):
+        value = getattr(content, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def shown_url(url: str | None, limit: int = 160) -> str:
+    """A URL as shown in text: ``data:`` URLs by their header and size, others cut to ``limit``."""
+    if not url:
+        return ""
+    if url[:5].lower() == "data:":
+        head = url.split(",", 1)[0]
+        return f"{head[:60]}, {len(url):,} characters inline"
+    return url if len(url) <= limit else url[: limit - 1] + "…"
+
+
+# -- 1.2 compactions and 2.0 outcomes -------------------------------------------------------
+
+
+def compaction_range(session: Session, index: int) -> str:
+    """What a compaction at ``index`` stands for: the history before it and, when the state
+    says messages were evicted (``truncation``), how many and when."""
+    replaced = "the history before it" if index <= 0 else (
+        "entry #0" if index == 1 else f"entries #0–#{index - 1}")
+    text = f"summary replacing {replaced}"
+    truncation = session.data.extra.get("truncation") if session.data is not None else None
+    if isinstance(truncation, dict):
+        count = truncation.get("evictedMessageCount")
+        first, last = truncation.get("firstEvictedAt"), truncation.get("lastEvictedAt")
+        evicted = f"{count:,} message(s) evicted" if isinstance(count, int) else "messages evicted"
+        if first or last:
+            evicted += f" from {first or '?'} to {last or '?'}"
+        text += f"; {evicted}"
+    return text
+
+
+@dataclass(slots=True)
+class Outcome:
+    """How a request ended (durable state 2.0): its terminal result and completion receipt."""
+
+    correlation_id: str
+    outcome: str | None = None
+    completed_at: str | None = None
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    #: The answer: the terminal response's messages (unreadable ones kept as JSON in ``raw_messages``).
+    messages: list[Message] = field(default_factory=list)
+    raw_messages: list[Any] = field(default_factory=list)
+    has_value: bool = False
+    value: Any = None
+    error: Any = None
+    result_state: str | None = None
+    expires_at: str | None = None
+    unavailable_at: str | None = None
+    #: Everything else the result and receipt carry (ids, continuation token, extensions...).
+    more: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == "failed"
+
+    def line(self) -> str:
+        """``succeeded · finish stop · completed … · result available``."""
+        parts = [self.outcome or "outcome not recorded"]
+        if self.finish_reason:
+            parts.append(f"finish {self.finish_reason}")
+        if self.completed_at:
+            parts.append(f"completed {self.completed_at}")
+        if self.result_state:
+            parts.append(f"result {self.result_state}")
+        if self.usage is not None:
+            parts.append(format_usage(self.usage))
+        return " · ".join(parts)
+
+
+_RESULT_DRAWN = {"correlationId", "outcome", "completedAt", "resultExpiresAt", "response", "error"}
+_RESPONSE_DRAWN = {"messages", "value", "usage", "finishReason"}
+_RECEIPT_DRAWN = {"correlationId", "outcome", "completedAt", "resultState", "resultExpiresAt",
+                  "resultUnavailableAt"}
+
+
+def outcomes(session: Session) -> dict[str, Outcome]:
+    """Every request's outcome a state records (``terminalResults``, ``completionReceipts``),
+    by correlation id; empty for states before 2.0."""
+    extra = session.data.extra if session.data is not None else {}
+    results = extra.get("terminalResults")
+    receipts = extra.get("completionReceipts")
+    found: dict[str, Outcome] = {}
+    for key, result in (results.items() if isinstance(results, dict) else ()):
+        if isinstance(result, dict):
+            found[str(key)] = _outcome_of_result(str(key), result)
+    for key, receipt in (receipts.items() if isinstance(receipts, dict) else ()):
+        if not isinstance(receipt, dict):
+            continue
+        outcome = found.setdefault(str(key), Outcome(str(key)))
+        outcome.outcome = outcome.outcome or _text(receipt.get("outcome"))
+        outcome.completed_at = outcome.completed_at or _text(receipt.get("completedAt"))
+        outcome.result_state = _text(receipt.get("resultState"))
+        outcome.expires_at = outcome.expires_at or _text(receipt.get("resultExpiresAt"))
+        outcome.unavailable_at = _text(receipt.get("resultUnavailableAt"))
+        rest = {k: v for k, v in receipt.items() if k not in _RECEIPT_DRAWN}
+        if rest:
+            outcome.more["receipt"] = rest
+    return found
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _outcome_of_result(key: str, result: dict[str, Any]) -> Outcome:
+    from pydantic import ValidationError
+
+    outcome = Outcome(key, outcome=_text(result.get("outcome")), completed_at=_text(result.get("completedAt")),
+                      expires_at=_text(result.get("resultExpiresAt")), error=result.get("error"))
+    response = result.get("response")
+    if isinstance(response, dict):
+        outcome.finish_reason = _text(response.get("finishReason"))
+        if isinstance(response.get("usage"), dict):
+            try:
+                outcome.usage = Usage.model_validate(response["usage"])
+            except ValidationError:
+                outcome.more["usage"] = response["usage"]
+        for raw in response.get("messages") or []:
+            try:
+                outcome.messages.append(Message.model_validate(raw))
+            except ValidationError:
+                outcome.raw_messages.append(raw)
+        if "value" in response:
+            outcome.has_value, outcome.value = True, response["value"]
+        rest = {k: v for k, v in response.items() if k not in _RESPONSE_DRAWN}
+        if rest:
+            outcome.more["response"] = rest
+    rest = {k: v for k, v in result.items() if k not in _RESULT_DRAWN}
+    if rest:
+        outcome.more["result"] = rest
+    return outcome
+
+
+def outcome_places(session: Session, found: dict[str, Outcome]) -> dict[int, list[Outcome]]:
+    """Where each outcome is shown: after the last entry carrying its correlation id, or
+    (key ``-1``) after the history when no entry does."""
+    last: dict[str, int] = {}
+    for index, entry in enumerate(session.entries):
+        correlation = getattr(entry, "correlation_id", None)
+        if correlation in found:
+            last[correlation] = index
+    places: dict[int, list[Outcome]] = {}
+    for key, outcome in found.items():
+        places.setdefault(last.get(key, -1), []).append(outcome)
+    return places

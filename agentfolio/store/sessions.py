@@ -143,16 +143,26 @@ class Sessions:
 
     def get_bytes(self, account: Account, session_id: str) -> tuple[SessionInfo, bytes]:
         """The session's durable state as JSON bytes, exactly as written, and its info."""
+        return self._read(account, session_id, None)
+
+    def get_window(self, account: Account, session_id: str, start: int, stop: int) -> tuple[SessionInfo, bytes]:
+        """The durable state with only the entries at positions ``start`` to ``stop`` in its
+        history, and its info: one screen of a session, read through the entries' primary
+        key, so it costs the same at any length."""
+        return self._read(account, session_id, (max(0, start), max(0, stop)))
+
+    def _read(self, account: Account, session_id: str, window: tuple[int, int] | None) -> tuple[SessionInfo, bytes]:
         for _ in range(2):
             try:
-                return self._get_bytes(account, session_id)
+                return self._get_bytes(account, session_id, window)
             except BlobMissing:
                 # A reset or delete committed after our snapshot and the sweep took the
                 # blobs it no longer needed: read the session as it is now.
                 continue
-        return self._get_bytes(account, session_id)
+        return self._get_bytes(account, session_id, window)
 
-    def _get_bytes(self, account: Account, session_id: str) -> tuple[SessionInfo, bytes]:
+    def _get_bytes(self, account: Account, session_id: str,
+                   window: tuple[int, int] | None = None) -> tuple[SessionInfo, bytes]:
         with self.engine.connect() as connection:
             if connection.dialect.name == "postgresql":
                 # The session row and its entries from one snapshot.
@@ -162,9 +172,10 @@ class Sessions:
                                          .where(self._visible(account, session_id))).first()
                 if row is None:
                     raise NotFound(f"no session {session_id!r}")
-                bodies = connection.execute(sa.select(entries.c.body, entries.c.blobs)
-                                            .where(entries.c.session_pk == row.pk)
-                                            .order_by(entries.c.position)).all()
+                chosen = sa.select(entries.c.body, entries.c.blobs).where(entries.c.session_pk == row.pk)
+                if window is not None:
+                    chosen = chosen.where(entries.c.position >= window[0], entries.c.position < window[1])
+                bodies = connection.execute(chosen.order_by(entries.c.position)).all()
         def fetch(digest: str) -> bytes:
             try:
                 return self.blobs.get(content_key(digest))

@@ -62,6 +62,10 @@ STATIC_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 LIST_PAGE = 50
 #: Most entries one request renders ("load all" asks for pages this big).
 MAX_PAGE_ENTRIES = 1000
+#: Entries read around a page of a stored session not yet read whole: calls before the
+#: page whose results it shows, results after it of calls it shows.
+WINDOW_BEHIND = 8
+WINDOW_AHEAD = 24
 #: Largest file the "open a file" page accepts.
 MAX_UPLOAD_BYTES = 128 * 1024 * 1024
 
@@ -81,6 +85,14 @@ class Conversation:
     remaining: int
     loaded_until: int
     export_url: str | None
+    #: Outcomes of requests not in the history, shown once the last entry is.
+    tail: list[html.OutcomeView] = field(default_factory=list)
+    #: Where totals, tools and validation come from when ``view`` is a window.
+    summary_url: str | None = None
+    #: The session's page (links to an entry are made from it) and the first entry a link
+    #: must name as ``start`` (those before it are on the page's first screen).
+    page_url: str | None = None
+    linked_from: int = 0
 
 
 @dataclass
@@ -99,7 +111,10 @@ class Source:
         stop = min(total, start + page)
         return Conversation(self.title, self.subtitle, self.view, html.entry_views(self.view, start, stop),
                             self.problems if start == 0 else [], prefix, *self.next_links(stop, prefix),
-                            remaining=total - stop, loaded_until=stop, export_url=self.url + "/export.html")
+                            remaining=total - stop, loaded_until=stop, export_url=self.url + "/export.html",
+                            tail=html.unplaced_outcomes(self.view) if stop >= total else [],
+                            summary_url=self.url + "/summary" if self.view.partial else None,
+                            page_url=self.url, linked_from=stop if start == 0 else 0)
 
     def next_links(self, stop: int, prefix: str) -> tuple[str | None, str | None]:
         if stop >= self.view.entry_count:
@@ -148,6 +163,8 @@ class WebViewer:
     prefix: str = ""
     opened: OpenedFiles = field(default_factory=OpenedFiles)
     sessions: _Lru = field(default_factory=lambda: _Lru(8))
+    locks: dict[Any, threading.Lock] = field(default_factory=dict)
+    locks_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def compat_timeout(self) -> float:
@@ -204,21 +221,50 @@ class WebViewer:
 
     # -- sessions -------------------------------------------------------------------
 
-    def stored_source(self, who: Who, session_id: str) -> Source:
-        """A stored session, read once per version (cached), as a Source."""
+    def stored_source(self, who: Who, session_id: str, start: int = 0, page: int | None = None) -> Source:
+        """A stored session as a Source: the whole of it when it was read already (cached
+        per version), else only the window a page of ``page`` entries from ``start`` draws,
+        so the first screen of a session costs the same at any length.  ``page=None``:
+        the whole session (export, totals, validation)."""
         info = self.folio.sessions.info(who.account, session_id)
         key = ("stored", who.owner, session_id, info.version)
         cached = self.sessions.get(key)
-        if cached is None:
-            with _long_lived():
-                info, data = self.folio.sessions.read_bytes(who.account, session_id)
+        if cached is None and page is not None:
+            low = max(0, start - WINDOW_BEHIND)
+            high = max(low, start) + page + WINDOW_AHEAD
+            if low > 0 or high < info.entry_count:
+                info, data = self.folio.sessions.read_window(who.account, session_id, low, high)
                 result = durable_state.read_bytes(data, strict=False, source=session_id)
-                view = html.session_view(result.session)
-            cached = self.sessions.put(key, (view, list(result.problems), info))
+                view = html.session_view(result.session, offset=low, total=info.entry_count)
+                # Validity is the whole document's: drawn once it has been read whole (``summary``).
+                return self._source(session_id, info, view, [])
+        if cached is None:
+            with self._building(key):
+                cached = self.sessions.get(key)
+                if cached is None:
+                    with _long_lived():
+                        info, data = self.folio.sessions.read_bytes(who.account, session_id)
+                        result = durable_state.read_bytes(data, strict=False, source=session_id)
+                        view = html.session_view(result.session)
+                    cached = self.sessions.put(key, (view, list(result.problems), info))
         view, problems, info = cached
+        return self._source(session_id, info, view, problems)
+
+    def _source(self, session_id: str, info: Any, view: html.SessionView, problems: list[Problem]) -> Source:
         subtitle = " · ".join(part for part in (f"agent {info.agent}" if info.agent else None,
                                                 f"version {info.version}") if part)
         return Source(session_id, subtitle, view, problems, f"{self.prefix}/sessions/{quote(session_id, safe='')}")
+
+    @contextlib.contextmanager
+    def _building(self, key: Any) -> Iterator[None]:
+        """One thread reads a session whole; others asking for it meanwhile wait for it."""
+        with self.locks_lock:
+            lock = self.locks.setdefault(key, threading.Lock())
+        with lock:
+            yield
+        with self.locks_lock:
+            if self.locks.get(key) is lock and not lock.locked():
+                self.locks.pop(key, None)
 
     def opened_source(self, opened: Opened) -> Source:
         view = opened.cache.get("view")
@@ -406,15 +452,26 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     async def session_page(request: Request, who: Who, session_id: str, start: int = 0) -> Response:
         if viewer.folio is None:
             return viewer.error(request, who, 404, "No store", "This viewer has no session store.")
-        source = await run_in_threadpool(viewer.stored_source, who, session_id)
+        start = max(0, start)
+        source = await run_in_threadpool(viewer.stored_source, who, session_id, start, html.PAGE_ENTRIES)
         return viewer.page(request, "session.html", who, conv=source.conversation(start), nav="sessions")
 
     @router.get("/sessions/{session_id}/entries")
     @guarded
     async def session_entries(request: Request, who: Who, session_id: str, start: int = 0,
                               prefix: str = "", page: int = html.PAGE_ENTRIES) -> Response:
-        source = await run_in_threadpool(viewer.stored_source, who, session_id)
+        start, page = max(0, start), max(1, min(page, MAX_PAGE_ENTRIES))
+        source = await run_in_threadpool(viewer.stored_source, who, session_id, start, page)
         return await run_in_threadpool(_entries, source, start, prefix, page)
+
+    @router.get("/sessions/{session_id}/summary")
+    @guarded
+    async def session_summary(request: Request, who: Who, session_id: str) -> Response:
+        """What needs the whole history (token totals, tools, validation), drawn after the first screen."""
+        source = await run_in_threadpool(viewer.stored_source, who, session_id)
+        body = html.render("partials/session_summary.html", base=viewer.prefix, view=source.view,
+                           problems=source.problems)
+        return HTMLResponse(body, headers=SECURITY_HEADERS)
 
     @router.get("/sessions/{session_id}/export.html")
     @guarded
@@ -504,7 +561,8 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         prefix = "".join(ch for ch in prefix if ch.isalnum() or ch in "-_")[:20]
         conv = source.conversation(start, prefix=prefix, page=max(1, min(page, MAX_PAGE_ENTRIES)))
         body = html.render("entries_fragment.html", base=viewer.prefix, entries=conv.entries, prefix=prefix,
-                           next_url=conv.next_url, next_page=conv.next_page, remaining=conv.remaining)
+                           next_url=conv.next_url, next_page=conv.next_page, remaining=conv.remaining,
+                           tail=conv.tail)
         return HTMLResponse(body, headers=SECURITY_HEADERS)
 
     def _export(source: Source) -> Response:

@@ -24,7 +24,7 @@ import nh3
 import orjson
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markdown_it import MarkdownIt
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from agentfolio.model import FunctionCallContent, FunctionResultContent, Message, OpaqueEntry, Session
 from agentfolio.present import rules
@@ -72,6 +72,135 @@ def pretty_json(value: Any, limit: int = JSON_PREVIEW_CHARS) -> tuple[str, int]:
     if len(text) > limit:
         return text[:limit], len(text) - limit
     return text, 0
+
+
+# -- JSON as a tree ------------------------------------------------------------------------
+
+#: Most nodes one tree draws; a bigger value is shown as indented text (cut at JSON_PREVIEW_CHARS).
+TREE_NODES = 4000
+#: Deeper than this, a value is shown as indented text inside its node.
+TREE_DEPTH = 40
+#: Objects and arrays open down to this depth; deeper ones start folded.
+TREE_OPEN_DEPTH = 2
+#: Strings longer than this show their start and a "show" button for the rest.
+STRING_SHOWN = 240
+#: A string's characters kept in the page at most (the rest is counted, not sent).
+STRING_KEPT = 200_000
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-\n")
+
+
+def _looks_base64(text: str) -> bool:
+    sample = text[:400]
+    return len(text) >= 120 and " " not in sample and all(ch in _BASE64 for ch in sample)
+
+
+def _parsed_string(value: Any) -> Any:
+    """A string holding a JSON object or array, parsed; anything else as it is."""
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in ("{", "[") and len(stripped) < 2_000_000:
+            try:
+                return orjson.loads(stripped)
+            except orjson.JSONDecodeError:
+                return value
+    return value
+
+
+def _count_nodes(value: Any, budget: int) -> int:
+    """Nodes in ``value``, counting stops past ``budget``."""
+    count, stack = 0, [value]
+    while stack and count <= budget:
+        node = stack.pop()
+        count += 1
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count
+
+
+def json_tree(value: Any, label: str | None = None) -> Markup | None:
+    """``value`` as a collapsible tree (objects and arrays fold, long strings show their
+    start with a "show" for the rest, every value has a copy button), or None when it is
+    a plain scalar or too big for one (shown as indented text instead).  Every key and
+    value is escaped here; nothing reaches the page as markup."""
+    value = _parsed_string(value)
+    if not isinstance(value, (dict, list)) or _count_nodes(value, TREE_NODES) > TREE_NODES:
+        return None
+    out: list[str] = ['<div class="json json-tree" role="group"',
+                      f' aria-label="{escape(label)}"' if label else "", ">",
+                      '<button type="button" class="copy copy-json" aria-label="Copy this JSON" title="Copy this JSON">'
+                      "</button>"]
+    _tree_node(out, value, None, 0)
+    out.append("</div>")
+    return Markup("".join(out))
+
+
+def _tree_key(out: list[str], key: str | int | None) -> None:
+    if isinstance(key, int):
+        out.append(f'<span class="jt-index">{key}</span>: ')
+    elif key is not None:
+        out.append(f'<span class="jt-key">{escape(orjson.dumps(key).decode())}</span>: ')
+
+
+def _tree_node(out: list[str], value: Any, key: str | int | None, depth: int) -> None:
+    if isinstance(value, (dict, list)) and value:
+        if depth >= TREE_DEPTH:
+            out.append('<div class="jt-leaf">')
+            _tree_key(out, key)
+            out.append(f'<span class="jt-deep" data-type="json">{escape(pretty_json(value)[0])}</span></div>')
+            return
+        is_dict = isinstance(value, dict)
+        size = len(value)
+        noun = ("key" if size == 1 else "keys") if is_dict else ("item" if size == 1 else "items")
+        out.append(f'<details class="jt-node" data-type="{"object" if is_dict else "array"}"'
+                   f'{" open" if depth < TREE_OPEN_DEPTH else ""}><summary>')
+        _tree_key(out, key)
+        out.append(f'<span class="jt-brace">{"{" if is_dict else "["}</span>'
+                   f'<span class="jt-count">{size:,} {noun}</span></summary><div class="jt-children">')
+        items = value.items() if is_dict else enumerate(value)
+        for child_key, child in items:
+            _tree_node(out, child, str(child_key) if is_dict else child_key, depth + 1)
+        out.append(f'</div><span class="jt-brace jt-close">{"}" if is_dict else "]"}</span></details>')
+        return
+    out.append('<div class="jt-leaf">')
+    _tree_key(out, key)
+    if isinstance(value, str):
+        out.append('<span class="jt-str" data-type="string">"')
+        if len(value) > STRING_SHOWN:
+            kept = value[:STRING_KEPT]
+            shown = 80 if _looks_base64(value) else STRING_SHOWN
+            kind = "base64 " if _looks_base64(value) else ""
+            out.append(f'<span class="jt-v">{escape(kept[:shown])}</span>'
+                       f'<span class="jt-v jt-rest" hidden>{escape(kept[shown:])}</span>"</span>'
+                       f'<button type="button" class="jt-show" aria-expanded="false">show {len(value) - shown:,} more '
+                       f'{kind}characters</button>')
+            if len(value) > STRING_KEPT:
+                out.append(f'<span class="dim jt-cut">… {len(value) - STRING_KEPT:,} characters not sent to the '
+                           "page (the export and the API have them)</span>")
+        else:
+            out.append(f'<span class="jt-v">{escape(value)}</span>"</span>')
+    else:
+        text = _scalar_text(value)
+        kind = "null" if value is None else "bool" if isinstance(value, bool) else \
+            "number" if isinstance(value, (int, float)) else "empty"
+        out.append(f'<span class="jt-{kind}" data-type="{kind}">{text}</span>')
+    out.append('<button type="button" class="copy copy-value" aria-label="Copy this value" title="Copy this value">'
+               "</button></div>")
+
+
+def _scalar_text(value: Any) -> str:
+    """A scalar (or empty container) as JSON writes it; integers of any size, as Python's
+    JSON reader may hand them over; anything else by its escaped repr."""
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return orjson.dumps(value).decode()
+    if value == {} or value == []:
+        return "{}" if value == {} else "[]"
+    return str(escape(repr(value)))
 
 
 def short_time(value: Any) -> str:
@@ -123,6 +252,12 @@ class SegmentView:
     media: list[rules.Media] = field(default_factory=list)
     #: The content's JSON, for kinds shown raw.
     raw: Any = None
+    #: What the content carries beyond what its kind draws.
+    more: dict[str, Any] = field(default_factory=dict)
+    #: A tool result's exception (of the result beside a call, or of the result itself).
+    exception: str | None = None
+    #: Where a media or file segment's bytes are, shown whether they load or not.
+    source_url: str | None = None
     #: A text's sources; reasoning the provider hid; a call the provider ran and what it did.
     citations: list[rules.CitationLink] = field(default_factory=list)
     redacted: bool = False
@@ -137,7 +272,10 @@ class MessageView:
     author: str | None
     created_at: str | None
     segments: list[SegmentView]
-    index: int
+    #: ``<entry>.<message>``: where the message stands, the same in a window and in the whole.
+    index: str
+    message_id: str | None = None
+    more: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -150,59 +288,116 @@ class EntryView:
     usage: str | None
     #: An entry of a kind we do not know: its JSON, shown as read.
     raw: Any = None
+    more: dict[str, Any] = field(default_factory=dict)
+    #: A compaction: what its summary replaced.
+    replaced: str | None = None
+    #: How the requests this entry ends came out (durable state 2.0).
+    outcomes: list[OutcomeView] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class OutcomeView:
+    outcome: rules.Outcome
+    messages: list[MessageView]
 
 
 @dataclass(slots=True)
 class SessionView:
+    """What pages of one session share. A *window* (``partial``) holds only entries
+    ``offset``.. of ``total``: enough to draw a screen of a long stored session without
+    reading the rest; what needs the whole history (token totals, the tools, validation)
+    is then ``None`` and is drawn later from the whole view."""
+
     session: Session
     pairs: rules.ToolPairs
-    totals: rules.TokenTotals
-    tools: list[rules.ToolInfo]
+    totals: rules.TokenTotals | None
+    tools: list[rules.ToolInfo] | None
     message_offsets: list[int]
+    #: Outcomes by the entry they follow (-1: requests not in the history).
+    outcome_places: dict[int, list[rules.Outcome]] = field(default_factory=dict)
+    model: str | None = None
+    properties: dict[str, Any] = field(default_factory=dict)
+    offset: int = 0
+    total: int | None = None
+
+    @property
+    def partial(self) -> bool:
+        return self.total is not None and (self.offset > 0 or self.offset + len(self.session.entries) < self.total)
 
     @property
     def entry_count(self) -> int:
-        return len(self.session.entries)
+        return self.total if self.total is not None else len(self.session.entries)
 
     @property
-    def message_count(self) -> int:
+    def message_count(self) -> int | None:
+        if self.partial:
+            return None
         return self.message_offsets[-1] if self.message_offsets else 0
 
 
-def session_view(session: Session) -> SessionView:
+def session_view(session: Session, *, offset: int = 0, total: int | None = None) -> SessionView:
+    """The view of a whole session, or (``offset``, ``total``) of a window of one."""
     offsets = [0]
     for entry in session.entries:
         offsets.append(offsets[-1] + len(entry.items))
-    return SessionView(session, rules.pair_tool_calls(session), rules.token_totals(session),
-                       rules.tools_of(session), offsets)
+    places = rules.outcome_places(session, rules.outcomes(session))
+    view = SessionView(session, rules.pair_tool_calls(session), None, None, offsets,
+                       model=rules.session_model(session), properties=rules.session_properties(session),
+                       offset=offset, total=total)
+    if view.partial:
+        # Where an outcome goes is known only within the window; the whole view places the rest.
+        view.outcome_places = {index + offset: found for index, found in places.items() if index >= 0}
+    else:
+        view.outcome_places = places
+        view.totals, view.tools = rules.token_totals(session), rules.tools_of(session)
+    return view
+
+
+def unplaced_outcomes(view: SessionView) -> list[OutcomeView]:
+    """Outcomes of requests the history does not hold, shown after it."""
+    return [_outcome_view(outcome, view.pairs) for outcome in view.outcome_places.get(-1, [])]
+
+
+def _outcome_view(outcome: rules.Outcome, pairs: rules.ToolPairs) -> OutcomeView:
+    return OutcomeView(outcome, [_message_view(message, pairs, f"{outcome.correlation_id}.{number}")
+                                 for number, message in enumerate(outcome.messages)])
 
 
 def entry_views(view: SessionView, start: int = 0, stop: int | None = None) -> list[EntryView]:
     entries = view.session.entries
-    stop = len(entries) if stop is None else min(stop, len(entries))
+    end = view.offset + len(entries)
+    stop = end if stop is None else min(stop, end)
     result = []
-    for index in range(max(0, start), stop):
-        entry = entries[index]
+    for index in range(max(view.offset, start), stop):
+        entry = entries[index - view.offset]
         if isinstance(entry, OpaqueEntry):
             result.append(EntryView(index, entry.kind, None, None, [], None, raw=entry.to_json_value()))
             continue
         usage = rules.entry_usage(entry)
-        messages = [_message_view(message, view.pairs, view.message_offsets[index] + number)
+        messages = [_message_view(message, view.pairs, f"{index}.{number}")
                     for number, message in enumerate(entry.items)]
-        result.append(EntryView(index, entry.kind, entry.created_at, entry.correlation_id, messages,
-                                rules.format_usage(usage) if usage is not None else None))
+        shown = EntryView(index, entry.kind, entry.created_at, entry.correlation_id, messages,
+                          rules.format_usage(usage) if usage is not None else None,
+                          more=rules.more_properties(entry, rules.ENTRY_DRAWN),
+                          outcomes=[_outcome_view(outcome, view.pairs)
+                                    for outcome in view.outcome_places.get(index, [])])
+        if entry.kind == "compaction":
+            shown.replaced = rules.compaction_range(view.session, index)
+        result.append(shown)
     return result
 
 
-def _message_view(message: Message, pairs: rules.ToolPairs, index: int) -> MessageView:
+def _message_view(message: Message, pairs: rules.ToolPairs, index: str) -> MessageView:
     role = message.role or "?"
     return MessageView(role, role_class(message.role), message.author_name, message.created_at,
-                       [segment_view(content, pairs) for content in message.items], index)
+                       [segment_view(content, pairs) for content in message.items], index,
+                       message.message_id, rules.more_properties(message, rules.MESSAGE_DRAWN))
 
 
 def segment_view(content: Any, pairs: rules.ToolPairs | None = None) -> SegmentView:
     kind = rules.segment_kind(content)
-    view = SegmentView(kind, content, folded=rules.is_folded(content, kind))
+    view = SegmentView(kind, content, folded=rules.is_folded(content, kind),
+                       more=rules.more_properties(content, rules.CONTENT_DRAWN) if kind != "raw" else {})
     if view.folded or kind in rules.FOLDED_KINDS:
         view.summary = rules.segment_summary(content, kind)
     view.citations = rules.citations(content)
@@ -213,6 +408,7 @@ def segment_view(content: Any, pairs: rules.ToolPairs | None = None) -> SegmentV
         view.result = pairs.result_of(content) if pairs else None
         view.failed = rules.call_failed(view.result)
         view.anchor = _anchor(content.call_id)
+        view.exception = rules.call_exception(view.result)
         if view.result is not None:
             view.media = rules.find_media(view.result.result)
     elif isinstance(content, FunctionResultContent):
@@ -220,14 +416,17 @@ def segment_view(content: Any, pairs: rules.ToolPairs | None = None) -> SegmentV
         view.failed = rules.call_failed(content)
         view.call_name = pairs.call_names.get(content.call_id or "") if pairs else None
         view.anchor = _anchor(content.call_id)
+        view.exception = rules.call_exception(content)
         if not view.paired:
             view.media = rules.find_media(content.result)
     elif kind == "media":
         media = rules.content_media(content)
         view.media = [media] if media else []
+        view.source_url = rules.media_source(content)
     elif kind in ("raw", "error", "part", "file"):
         view.raw = content.to_json_value()
         view.media = rules.find_media(view.raw)
+        view.source_url = rules.media_source(content)
     return view
 
 
@@ -256,8 +455,8 @@ def environment() -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(markdown=render_markdown, json=_json_filter, json_cut=_json_cut, size=rules.human_size,
                        usage=lambda usage: rules.format_usage(usage) if usage is not None else "tokens: not reported",
-                       time=short_time, one_line=rules.one_line)
-    env.globals.update(json_limit=JSON_PREVIEW_CHARS, long_text_chars=rules.LONG_TEXT_CHARS,
+                       time=short_time, one_line=rules.one_line, url=rules.shown_url)
+    env.globals.update(json_tree=json_tree, json_limit=JSON_PREVIEW_CHARS, long_text_chars=rules.LONG_TEXT_CHARS,
                        body_media=lambda part: rules.find_media(part.to_dict(), limit=1))
     return env
 
@@ -282,6 +481,7 @@ def export_html(session: Session, *, title: str, problems: Sequence[Any] = (),
     script = static_text("viewer.js").replace("</", "<\\/")
     css = static_text("viewer.css")
     return render("export.html", title=title, subtitle=subtitle, view=view, entries=entry_views(view),
+                  tail=unplaced_outcomes(view),
                   problems=list(problems), css=Markup(css), script=Markup(script),
                   script_hash=_sha256(script), style_hash=_sha256(css))
 

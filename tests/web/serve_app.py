@@ -23,7 +23,8 @@ from agentfolio.settings import Settings  # noqa: E402
 from tests.web.xss import xss_session  # noqa: E402
 
 
-def build(data_dir: Path, long_messages: int = 0, many: int = 0) -> tuple[object, Agentfolio]:
+def build(data_dir: Path, long_messages: int = 0, many: int = 0,
+          sized: tuple[int, ...] = ()) -> tuple[object, Agentfolio]:
     settings = Settings.from_env({}).with_(data_dir=data_dir, session_ttl=0)
     folio = Agentfolio.open(settings)
     account = folio.accounts.ensure("demo")
@@ -39,6 +40,9 @@ def build(data_dir: Path, long_messages: int = 0, many: int = 0) -> tuple[object
     if long_messages:
         sessions.create(account, samples.durable_session(long_messages, seed=3), session_id="long",
                         agent="Atlas")
+    for size in sized:
+        sessions.create(account, samples.durable_session(size, seed=4), session_id=f"sized-{size}", agent="Atlas",
+                        strict=False)
     instances = load_registry_demo(folio, account)
     (data_dir / "instances.txt").write_text("\n".join(instances))
     # As `agentfolio serve --demo` builds it: the API, and the viewer at / as the demo account.
@@ -52,8 +56,10 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--long", type=int, default=0, help="Also store a session of this many messages.")
     parser.add_argument("--many", type=int, default=0, help="Also store this many small sessions (paging).")
+    parser.add_argument("--sized", type=int, action="append", default=[],
+                        help="Also store a session of this many messages as sized-<N> (repeatable).")
     args = parser.parse_args()
-    app, _ = build(args.data_dir, args.long, args.many)
+    app, _ = build(args.data_dir, args.long, args.many, tuple(args.sized))
     print("ready", flush=True)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 

@@ -143,10 +143,10 @@ def test_folded_segments_show_a_summary_and_expand(showcase: Any) -> None:
         details = segment(page, kind).first
         assert details.evaluate("el => el.tagName") == "DETAILS", kind
         assert details.evaluate("el => el.open") is False, kind
-        assert summary in details.locator("summary").inner_text(), kind
-        body = details.locator(".seg-body")
+        assert summary in details.locator(":scope > summary").inner_text(), kind
+        body = details.locator(":scope > .seg-body")
         assert not body.is_visible()
-        details.locator("summary").click()
+        details.locator(":scope > summary").click()
         assert details.evaluate("el => el.open") is True, kind
         assert body.is_visible()
     long_text = segment(page, "long_text").first
@@ -159,13 +159,13 @@ def test_tool_calls_are_paired_with_results_and_failures_are_red(showcase: Any) 
     calls = segment(page, "tool_call_request")
     assert calls.count() == 2
     weather = calls.filter(has_text="get_weather")
-    assert '"city": "Paris"' in weather.locator(".tool-args pre.json").inner_text()
-    assert '"forecast": "light rain"' in weather.locator(".tool-result pre.json").inner_text()
+    assert '"city": "Paris"' in weather.locator(".tool-args .json").inner_text()
+    assert '"forecast": "light rain"' in weather.locator(".tool-result .json").inner_text()
     assert weather.locator(".tool-result img").count() == 1  # the radar image inside the result JSON
     trains = calls.filter(has_text="search_trains")
     assert "failed" in trains.get_attribute("class")
     assert "upstream timeout" in trains.locator(".tool-result").inner_text()
-    red = trains.locator(".tool-result pre").evaluate("el => getComputedStyle(el).color")
+    red = trains.locator(".tool-result .json").evaluate("el => getComputedStyle(el).color")
     assert red == "rgb(198, 40, 40)"
     # Where the results stand in the history, a pointer back to the call.
     pointers = segment(page, "tool_call_result")
@@ -231,9 +231,9 @@ def test_collapse_state_sticks_across_pages(showcase: Any) -> None:
     page = showcase
     prompt = segment(page, "system_prompt").first
     assert prompt.evaluate("el => el.open") is False
-    prompt.locator("summary").click()
+    prompt.locator(":scope > summary").click()
     call = segment(page, "tool_call_request").first
-    call.locator("summary").click()  # the user folds tool calls
+    call.locator(":scope > summary").click()  # the user folds tool calls
     assert call.evaluate("el => el.open") is False
     visit(page, "/sessions/showcase")  # another page, another session
     assert segment(page, "system_prompt").first.evaluate("el => el.open") is True
@@ -347,7 +347,7 @@ def test_export_is_one_self_contained_file(page: Any, server: str) -> None:
     page.wait_for_selector("html[data-viewer-ready]", state="attached")
     assert page.locator("section.entry").count() == 4
     prompt = segment(page, "system_prompt").first
-    prompt.locator("summary").click()
+    prompt.locator(":scope > summary").click()
     assert prompt.evaluate("el => el.open") is True
     page.click(".toggle-raw")
     assert segment(page, "text").first.locator(".raw-text").is_visible()
@@ -368,9 +368,9 @@ def test_trace_tree_timeline_titles_and_flags(page: Any) -> None:
     assert titles[1] == "get_weather(Paris)"
     flagged = page.locator(".span-row.flagged")
     assert flagged.count() == 2  # s4's params break its schema; s5's parent is unknown
-    flagged.nth(0).locator("summary").click()
+    flagged.nth(0).locator("details.span-detail > summary").click()
     assert "model" in flagged.nth(0).locator(".span-flags").inner_text()
-    flagged.nth(1).locator("summary").click()
+    flagged.nth(1).locator("details.span-detail > summary").click()
     assert "parent_span_id names no span" in flagged.nth(1).locator(".span-flags").inner_text()
     failed = page.locator(".span-row.status-failed")
     assert failed.locator(".status").inner_text() == "failed"
@@ -392,8 +392,8 @@ def test_agents_risk_badges_rollup_and_compatibility(page: Any) -> None:
     assert any("destroys data" in flag for flag in flags)
     assert any("external communication with sensitive data" in flag for flag in flags)
     assert any("undeclared data risk" in flag for flag in flags)
-    llm.locator('[data-kind="params_schema"] summary').click()
-    assert '"prompt"' in llm.locator('[data-kind="params_schema"] pre').inner_text()
+    llm.locator('[data-kind="params_schema"] > summary').click()
+    assert '"prompt"' in llm.locator('[data-kind="params_schema"] .json').inner_text()
     visit(page, "/agents")
     page.click(".compat-form button[type=submit]")
     page.wait_for_selector(".compat-result .counterexample")
@@ -423,7 +423,7 @@ def test_stored_traces_and_agents(page: Any) -> None:
     assert "get_weather(Paris)" in page.locator(".span-title").all_inner_texts()
     assert page.locator(".span-row.flagged").count() == 2
     flagged = page.locator(".span-row.flagged").last
-    flagged.locator("summary").click()
+    flagged.locator("details.span-detail > summary").click()
     assert "parent_span_id names no span of this instance" in flagged.locator(".span-flags").inner_text()
     page.console.screenshot("trace-stored")
     first = page.url.rsplit("/", 1)[1]

@@ -35,7 +35,7 @@
 
   document.addEventListener("click", function (event) {
     var summary = event.target.closest ? event.target.closest("summary") : null;
-    if (!summary || summary.closest("a")) return;
+    if (!summary || summary.closest("a") || event.target.closest("button")) return;
     var details = summary.parentElement;
     if (!details || details.tagName !== "DETAILS" || !details.hasAttribute("data-kind")) return;
     // The toggle happens after the click; record where it ends up.
@@ -56,8 +56,10 @@
     var buttons = document.querySelectorAll(".toggle-raw");
     for (var i = 0; i < buttons.length; i++) {
       buttons[i].setAttribute("aria-pressed", raw ? "true" : "false");
-      buttons[i].textContent = raw ? "Rendered" : "Raw";
-      buttons[i].title = raw ? "Show text rendered from markdown" : "Show the text as written, newlines kept";
+      // The button names the state the page is in, not the one a click leads to.
+      buttons[i].textContent = raw ? "Raw: on" : "Raw: off";
+      buttons[i].title = raw ? "Text is shown as written, newlines kept; click to render markdown"
+                             : "Markdown is rendered; click to show the text as written";
     }
     store.setItem(RAW, raw ? "1" : "0");
   }
@@ -224,6 +226,97 @@
         var box = document.querySelector(".find");
         find(box ? box.value : "");
       });
+    }
+  });
+
+  /* -- JSON trees: long strings behind "show", copy a value, a subtree, an id, a link ----- */
+
+  function treeValue(node) {
+    if (node.tagName === "DETAILS") {
+      var isObject = node.getAttribute("data-type") === "object";
+      var result = isObject ? {} : [];
+      var children = node.querySelector(":scope > .jt-children").children;
+      for (var i = 0; i < children.length; i++) {
+        var child = children[i];
+        var value = treeValue(child);
+        if (isObject) {
+          var key = child.querySelector(":scope > summary > .jt-key, :scope > .jt-key");
+          result[key ? JSON.parse(key.textContent) : String(i)] = value;
+        } else {
+          result.push(value);
+        }
+      }
+      return result;
+    }
+    var leaf = node.querySelector(":scope > [data-type]");
+    if (!leaf) return null;
+    var type = leaf.getAttribute("data-type");
+    if (type === "string") {
+      var parts = leaf.querySelectorAll(".jt-v");
+      var text = "";
+      for (var j = 0; j < parts.length; j++) text += parts[j].textContent;
+      return text;
+    }
+    return JSON.parse(leaf.textContent);
+  }
+
+  function copyText(text, button) {
+    function done() {
+      if (!button) return;
+      button.classList.add("copied");
+      window.setTimeout(function () { button.classList.remove("copied"); }, 1500);
+    }
+    function fallback() {
+      var area = document.createElement("textarea");
+      area.value = text;
+      area.setAttribute("readonly", "");
+      area.className = "visually-hidden";
+      document.body.appendChild(area);
+      area.select();
+      try { document.execCommand("copy"); } catch (e) { /* nothing more to try */ }
+      area.remove();
+      done();
+    }
+    if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(done, fallback);
+    else fallback();
+  }
+
+  function entryLink(anchor) {
+    var conv = document.querySelector(".conversation");
+    var page = conv && conv.getAttribute("data-page-url");
+    var index = parseInt(anchor.replace(/^.*e/, ""), 10);
+    var first = conv ? parseInt(conv.getAttribute("data-page-entries") || "0", 10) : 0;
+    if (!page) return window.location.href.split("#")[0] + "#" + anchor;
+    var url = new URL(page, window.location.href);
+    if (index >= first) url.searchParams.set("start", String(index));
+    url.hash = anchor;
+    return url.toString();
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("button") : null;
+    if (!button) return;
+    // A button inside a <summary> acts alone: its click must not fold or unfold the details.
+    if (button.closest("summary") && (button.classList.contains("copy") || button.classList.contains("jt-show"))) {
+      event.preventDefault();
+    }
+    if (button.classList.contains("jt-show")) {
+      var rest = button.previousElementSibling && button.previousElementSibling.querySelector(".jt-rest");
+      if (!rest) return;
+      rest.hidden = !rest.hidden;
+      button.setAttribute("aria-expanded", rest.hidden ? "false" : "true");
+      if (!button.getAttribute("data-label")) button.setAttribute("data-label", button.textContent);
+      button.textContent = rest.hidden ? button.getAttribute("data-label") : "hide";
+    } else if (button.classList.contains("copy-value")) {
+      var value = treeValue(button.closest(".jt-leaf"));
+      copyText(typeof value === "string" ? value : JSON.stringify(value), button);
+    } else if (button.classList.contains("copy-json")) {
+      var top = button.parentElement.querySelector(":scope > details.jt-node");
+      if (top) copyText(JSON.stringify(treeValue(top), null, 2), button);
+    } else if (button.classList.contains("copy-link")) {
+      copyText(entryLink(button.getAttribute("data-anchor")), button);
+    } else if (button.classList.contains("copy") && button.hasAttribute("data-copy")) {
+      copyText(button.getAttribute("data-copy"), button);
     }
   });
 
