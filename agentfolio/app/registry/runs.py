@@ -46,7 +46,7 @@ from agentfolio.registry.spans import (
     span_counts,
     validate_without_version,
 )
-from agentfolio.registry.templates import render_summary
+from agentfolio.registry.templates import render_summary, summaries_budget
 
 FINISHED_SPAN = ("complete", "failed", "cancelled")
 
@@ -387,5 +387,6 @@ def list_spans(work: Work, command: SpanList) -> Page[Span]:
     rows, total = work.unit.spans.page(command.page, agent_of_token=token_agent, **command.filters())
     risk = work.risk_profile() if command.include_risk_level else None
     info = page_info(total, command.page.offset, command.page.page_size, len(rows))
-    return Page[Span](items=[span_output(work, row._mapping, summaries=command.include_summaries, risk=risk)
-                             for row in rows], pagination=info.to_json(), sorting=command.page.sorting.to_json())
+    with summaries_budget():  # one render budget for the whole page of summaries
+        items = [span_output(work, row._mapping, summaries=command.include_summaries, risk=risk) for row in rows]
+    return Page[Span](items=items, pagination=info.to_json(), sorting=command.page.sorting.to_json())

@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 
 from agentfolio.formats.losses import (
+    drop_provider_fields,
     ConvertOptions,
     Lowered,
     Origin,
@@ -96,6 +97,7 @@ def _lower_message(rec: Recorder, message: Message, entry_index: int, index: int
     results: list[FunctionResultContent] = []
     for position, content in enumerate(message.items):
         where = content_pointer(entry_index, index, position)
+        drop_provider_fields(rec, content, where, "Chat Completions")
         if isinstance(content, FunctionResultContent):
             results.append(_lower_result(rec, content, where))
             continue
