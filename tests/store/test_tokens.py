@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import pytest
 
+from agentfolio.app.registry import AgentCreate, Principal, RegistryService
 from agentfolio.store import NotFound, Store
-from agentfolio.store.registry import Principal
 
 
 def test_an_account_lists_and_revokes_its_own_tokens_of_both_kinds(store: Store) -> None:
     token, alice = store.accounts.create_token("alice", label="laptop")
     other, bob = store.accounts.create_token("bob")
-    agent = store.registry.execute(Principal(alice), "agents/create", {"name": "a"}).body["details"]["id"]
-    deployment, where = store.registry.create_deployment_token(alice, agent, label="ci")
+    registry = RegistryService(store)
+    agent = registry.create_agent(Principal(alice), AgentCreate(name="a")).id
+    made = registry.create_deployment_token(Principal(alice), agent, label="ci")
+    deployment, where = made.token, made.model_dump()
     listed = store.tokens.list(alice)
     assert [(t.kind, t.label, t.prefix, t.revoked_at) for t in listed] == [
         ("account", "laptop", token[:12], None), ("deployment", "ci", deployment[:12], None)]
