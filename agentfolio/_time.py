@@ -9,18 +9,18 @@ UTC the same way.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 __all__ = ["EPOCH", "format_utc", "from_epoch", "iso_utc", "parse_datetime", "parse_epoch", "utc_now"]
 
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def parse_datetime(value: object) -> datetime | None:
     """An aware datetime from an ISO 8601 string (a missing offset is UTC); None when
     ``value`` is not a string or not such a time."""
     if isinstance(value, datetime):
-        return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
     if not isinstance(value, str):
         return None
     text = value.strip()
@@ -32,7 +32,7 @@ def parse_datetime(value: object) -> datetime | None:
         moment = datetime.fromisoformat(text)
     except ValueError:
         return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def parse_epoch(value: object) -> float | None:
@@ -42,13 +42,13 @@ def parse_epoch(value: object) -> float | None:
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def from_epoch(seconds: float) -> datetime | None:
     """The UTC datetime for epoch seconds, or None when it is out of range."""
     try:
-        return datetime.fromtimestamp(seconds, tz=timezone.utc)
+        return datetime.fromtimestamp(seconds, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
 

@@ -36,12 +36,12 @@ Every setting has a default that needs no set-up:
 
 from __future__ import annotations
 
-from agentfolio.errors import AgentfolioError
-
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping
+
+from agentfolio.errors import AgentfolioError
 
 ENV_PREFIX = "AGENTFOLIO_"
 DEFAULT_BLOB_THRESHOLD = 64 * 1024
@@ -85,7 +85,7 @@ class Settings:
     compat_timeout: int = DEFAULT_COMPAT_TIMEOUT
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         env = os.environ if environ is None else environ
 
         def text(name: str) -> str | None:
@@ -132,5 +132,5 @@ class Settings:
     def effective_blob_url(self) -> str:
         return self.blob_url or (self.data_dir / "blobs").as_uri()
 
-    def with_(self, **changes: object) -> "Settings":
+    def with_(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]

@@ -34,8 +34,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -120,9 +121,8 @@ def main() -> None:
 
     # -- ours ---------------------------------------------------------------------------
     backends: dict[str, dict[int, list[float]] | str] = {}
-    with tempfile.TemporaryDirectory() as folder:
-        with Store.open(Settings(data_dir=Path(folder))) as store:
-            backends["SQLite (WAL file)"] = measure_appends(store, sizes, turns, args.appends, args.warmup)
+    with tempfile.TemporaryDirectory() as folder, Store.open(Settings(data_dir=Path(folder))) as store:
+        backends["SQLite (WAL file)"] = measure_appends(store, sizes, turns, args.appends, args.warmup)
     url, why = postgres_url()
     if url is None:
         backends["PostgreSQL"] = f"skipped: {why}"

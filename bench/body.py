@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from wcmatch import glob as wcglob  # noqa: E402
+from wcmatch import glob as wcglob
 
-from agentfolio.body import MessageBody, MessageBodySchema, MessagePart  # noqa: E402
+from agentfolio.body import MessageBody, MessageBodySchema, MessagePart
 
 SCHEMA = {
     "parts": [

@@ -30,17 +30,18 @@ import json
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import orjson  # noqa: E402
+import orjson
 
-from agentfolio.formats import durable_state  # noqa: E402
-from agentfolio.formats.schema_check import bundled_schema  # noqa: E402
-from agentfolio.model import Session  # noqa: E402
-from agentfolio.samples import synthetic_durable_state  # noqa: E402
+from agentfolio.formats import durable_state
+from agentfolio.formats.schema_check import bundled_schema
+from agentfolio.model import Session
+from agentfolio.samples import synthetic_durable_state
 
 
 def best_of(repeat: int, action: Callable[[], Any]) -> float:

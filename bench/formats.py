@@ -22,14 +22,15 @@ import copy
 import gc
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import orjson  # noqa: E402
+import orjson
 
-from agentfolio.formats import registry  # noqa: E402
+from agentfolio.formats import registry
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 
@@ -95,19 +96,24 @@ def main() -> None:
     print(f"{'format':<18}{'MB':>6}{'loads ms':>10}{'read ms':>9}{'read/loads':>11}{'dumps ms':>10}"
           f"{'write ms':>10}{'write/dumps':>12}{'sdk ms':>9}{'sdk/read':>9}")
     for name, (document, sdk) in histories(args.messages).items():
-        fmt = registry.get(name)
-        data = orjson.dumps(document)
-        session = fmt.read(orjson.loads(data)).session
-        assert orjson.loads(orjson.dumps(fmt.write(session))) == document, f"{name}: write is not the identity"
-        loads = best_of(args.repeat, lambda: orjson.loads(data))
-        read = best_of(args.repeat, lambda: fmt.read(orjson.loads(data)))
-        parsed = orjson.loads(data)
-        dumps = best_of(args.repeat, lambda: orjson.dumps(parsed))
-        write = best_of(args.repeat, lambda: orjson.dumps(fmt.write(session)))
-        sdk_time = best_of(1, lambda: sdk(orjson.loads(data)))
-        print(f"{name:<18}{len(data) / 1e6:>6.1f}{loads * 1e3:>10.1f}{read * 1e3:>9.1f}{read / loads:>10.1f}x"
-              f"{dumps * 1e3:>10.1f}{write * 1e3:>10.1f}{write / dumps:>11.1f}x{sdk_time * 1e3:>9.1f}"
-              f"{sdk_time / read:>8.2f}x")
+        measure(name, document, sdk, args.repeat)
+
+
+def measure(name: str, document: Any, sdk: Callable[[Any], Any], repeat: int) -> None:
+    """One format's row: read and write against orjson, and the SDK's validation."""
+    fmt = registry.get(name)
+    data = orjson.dumps(document)
+    session = fmt.read(orjson.loads(data)).session
+    assert orjson.loads(orjson.dumps(fmt.write(session))) == document, f"{name}: write is not the identity"
+    loads = best_of(repeat, lambda: orjson.loads(data))
+    read = best_of(repeat, lambda: fmt.read(orjson.loads(data)))
+    parsed = orjson.loads(data)
+    dumps = best_of(repeat, lambda: orjson.dumps(parsed))
+    write = best_of(repeat, lambda: orjson.dumps(fmt.write(session)))
+    sdk_time = best_of(1, lambda: sdk(orjson.loads(data)))
+    print(f"{name:<18}{len(data) / 1e6:>6.1f}{loads * 1e3:>10.1f}{read * 1e3:>9.1f}{read / loads:>10.1f}x"
+          f"{dumps * 1e3:>10.1f}{write * 1e3:>10.1f}{write / dumps:>11.1f}x{sdk_time * 1e3:>9.1f}"
+          f"{sdk_time / read:>8.2f}x")
 
 
 if __name__ == "__main__":

@@ -33,8 +33,7 @@ def call_sites() -> list[tuple[str, int, str]]:
         if path.name == "scope.py":
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            for match in CALL.finditer(line):
-                sites.append((str(path.relative_to(ROOT)), number, match.group(1)))
+            sites.extend((str(path.relative_to(ROOT)), number, match.group(1)) for match in CALL.finditer(line))
     return sites
 
 

@@ -237,6 +237,7 @@ a2a_messages = with_unknowns(st.fixed_dictionaries(
     optional={"contextId": ids, "taskId": ids}))
 a2a_tasks = with_unknowns(st.fixed_dictionaries(
     {"id": ids, "contextId": ids, "status": st.fixed_dictionaries(
-        {"state": st.sampled_from(["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"])}, optional={"message": a2a_messages})},
+        {"state": st.sampled_from(["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"])},
+        optional={"message": a2a_messages})},
     optional={"history": st.lists(a2a_messages, max_size=3), "artifacts": st.lists(with_unknowns(st.fixed_dictionaries(
         {"artifactId": ids, "parts": st.lists(_a2a_part, max_size=2)}, optional={"name": text})), max_size=2)}))

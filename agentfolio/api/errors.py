@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import errno
 import logging
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import orjson
 from fastapi import FastAPI, Request
@@ -37,7 +38,8 @@ log = logging.getLogger("agentfolio.api")
 
 # The status each domain error code is answered with; codes not listed are 400s.
 STATUS_FOR_CODE = {"not_found": 404, "already_exists": 409, "invalid_value": 400, "version_conflict": 412,
-                   "bad_request": 400, "not_permitted": 403, "too_complex": 422, "payload_too_large": 413, "service_unavailable": 503,
+                   "bad_request": 400, "not_permitted": 403, "too_complex": 422, "payload_too_large": 413,
+                   "service_unavailable": 503,
                    "insufficient_storage": 507}
 #: HTTP status of each registry refusal code (the Prefactor API's; docs/prefactor-api.md §3).
 REGISTRY_STATUS = {
@@ -232,7 +234,8 @@ def install_openapi(app: FastAPI) -> None:
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         components.pop("HTTPValidationError", None)
         components.pop("ValidationError", None)
-        components.setdefault("ErrorEnvelope", ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}"))
+        envelope = ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")
+        components.setdefault("ErrorEnvelope", envelope)
         components.setdefault("ProblemModel", ProblemModel.model_json_schema())
         for defs_name, defs in list(components["ErrorEnvelope"].pop("$defs", {}).items()):
             components.setdefault(defs_name, defs)

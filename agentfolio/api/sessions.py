@@ -8,7 +8,7 @@ version in the ETag header, so clients re-read and retry instead of overwriting.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, Literal
 
@@ -146,7 +146,7 @@ def _parse_time(value: str | None, name: str) -> float | None:
     except ValueError:
         raise ApiError(400, "invalid_value", f"{name} {value!r} is not an ISO 8601 time") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
 
 

@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from agentfolio.api.auth import get_folio
 from agentfolio.api.errors import ApiError, error_responses, json_response, success
 from agentfolio.api.registry.common import LIST, SUCCESS, current_principal
-from agentfolio.app.registry import Principal
+from agentfolio.app.registry.work import Principal
 
 router = APIRouter(prefix="/api/v1/api_token", tags=["tokens"])
 TokenId = Path(..., description="The token's id from the listing: afk-<n> (account) or afd-<n> (deployment).",

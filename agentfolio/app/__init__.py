@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from agentfolio.app.accounts import AccountService
     from agentfolio.app.registry import RegistryService
     from agentfolio.app.sessions import SessionService
-    from agentfolio.store import Account, Store
+    from agentfolio.store import Store
 
 __all__ = ["DEFAULT_ACCOUNT", "Agentfolio"]
 

@@ -150,7 +150,7 @@ def examples(f: FSM, prefer: Iterable[str] = ()) -> Iterator[str]:
                 continue
             for c in _chars(f, key):
                 heapq.heappush(
-                    heap, (len(text) + 1 + dist[t], ranks + (_RANK.get(c, 999),), text + c, t)
+                    heap, (len(text) + 1 + dist[t], (*ranks, _RANK.get(c, 999)), text + c, t)
                 )
 
 
@@ -174,7 +174,8 @@ def atoms(universe: FSM, languages: Iterable[tuple[FSM, int]]) -> list[tuple[FSM
         result = refined
         if len(result) > MAX_ATOMS:
             raise TooComplexError(
-                f"compatibility check too complex: the schemas' globs split the space of names/content types into more than "
+                "compatibility check too complex: the schemas' globs split the space of names/content types "
+                f"into more than "
                 f"{MAX_ATOMS} regions; simplify them to check compatibility"
             )
     return result

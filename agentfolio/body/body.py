@@ -138,7 +138,7 @@ class MessageBody(PartsDocument, BaseModel):
 
     # -- filesystem-like ------------------------------------------------------
 
-    def list(self, pattern: str = "/**") -> list[MessagePart]:  # noqa: A003 - the proposal's name
+    def list(self, pattern: str = "/**") -> list[MessagePart]:
         """Named parts whose name matches the glob ``pattern``, in body order."""
         glob = name_glob(pattern)
         return [p for p in self.parts if p.name is not None and glob.matches(p.name)]

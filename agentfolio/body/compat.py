@@ -143,7 +143,8 @@ class _Problem:
         any_ct_out = [i for i, f in out_cts if f is None]
         any_ct_in = [i for i, f in ct_langs(inp) if f is None]
         u = c_univ if any_ct_out else fa.intersect(c_univ, fa.union(f for _, f in out_cts if f is not None))
-        typed = self._tagged([(i, f) for i, f in out_cts if f is not None], [(i, f) for i, f in ct_langs(inp) if f is not None])
+        typed = self._tagged([(i, f) for i, f in out_cts if f is not None],
+                             [(i, f) for i, f in ct_langs(inp) if f is not None])
         always = sum(1 << i for i in any_ct_out) | sum(1 << (i + len(out.parts)) for i in any_ct_in)
         self.atoms_c = [
             _Atom(f, (tags | always) & self._mask(out), (tags | always) >> len(out.parts))
@@ -263,7 +264,7 @@ def is_compatible(
     reqs = [[cell for cell, (o, _) in pb.cells.items() if o >> r & 1] for r in required_out]
 
     if pb.solve(reqs) is None:
-        empty = [r for r, req in zip(required_out, reqs) if not req]
+        empty = [r for r, req in zip(required_out, reqs, strict=False) if not req]
         why = (
             f"required output schema part #{empty[0]} ({out.parts[empty[0]].describe()}) "
             "can match no valid part"
@@ -284,7 +285,7 @@ def is_compatible(
         first_out = next(out.engine.bits(o))
         if first_out in reported_out:
             continue
-        chosen = pb.solve(reqs + [[cell]])
+        chosen = pb.solve([*reqs, [cell]])
         if chosen is None:
             continue
         reported_out.add(first_out)

@@ -92,7 +92,7 @@ class PartIssue:
     per schema part, which we only pay for issues someone actually reads.
     """
 
-    __slots__ = ("index", "name", "content_type", "_reason", "_explain")
+    __slots__ = ("_explain", "_reason", "content_type", "index", "name")
 
     def __init__(self, index: int, name: str | None, content_type: str, reason: str | None = None,
                  explain: Callable[[str | None, str], str] | None = None) -> None:

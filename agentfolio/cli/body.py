@@ -137,9 +137,8 @@ def compat(
 
 
 def _matrix() -> None:
-    from agentfolio.body.examples import EXAMPLES, load_schema
-
     from agentfolio.body.compat import is_compatible
+    from agentfolio.body.examples import EXAMPLES, load_schema
 
     schemas = {name: load_schema(name) for name in EXAMPLES}
     width = max(len(n) for n in EXAMPLES)
@@ -169,7 +168,6 @@ def ls(
     """List a body's parts (index, name, content type, size or URL), optionally only the
     named parts matching a glob."""
     from agentfolio.body.errors import BodyError
-
     from agentfolio.body.globs import name_glob
 
     if pattern is not None:

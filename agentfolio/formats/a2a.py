@@ -72,7 +72,18 @@ _JSON_PREFIX = "data:application/json,"
 _CONTENT_KEYS = ("text", "raw", "url", "data")
 
 
+_EVENTS = frozenset({"task", "message", "statusUpdate", "artifactUpdate"})
+
+
+def _is_stream(document: Any) -> bool:
+    """A list of ``StreamResponse`` events, as a streaming call yields them."""
+    return isinstance(document, list) and bool(document) and all(
+        isinstance(event, dict) and len(event) == 1 and next(iter(event)) in _EVENTS for event in document[:64])
+
+
 def _kind(document: Any) -> str | None:
+    if _is_stream(document):
+        return "stream"
     if not isinstance(document, dict):
         return None
     if isinstance(document.get("parts"), list) and "messageId" in document and "role" in document:
@@ -96,7 +107,19 @@ def validate(document: Any) -> list[Problem]:
     kind = _kind(document)
     if kind is None:
         return [Problem("", "expected an A2A Message, Task or Artifact")]
-    if kind == "message":
+    if kind == "stream":
+        for index, event in enumerate(document):
+            (name, value), = event.items()
+            if name == "message":
+                _check_message(problems, f"/{index}/message", value)
+            elif name == "artifactUpdate" and check_type(problems, f"/{index}/artifactUpdate", value, dict,
+                                                         "an artifact update"):
+                artifact = value.get("artifact")
+                where = f"/{index}/artifactUpdate/artifact"
+                if check_type(problems, where, artifact, dict, "an artifact") and check_type(
+                        problems, where + "/parts", artifact.get("parts"), list, "an array of parts"):
+                    _check_parts(problems, where + "/parts", artifact["parts"])
+    elif kind == "message":
         _check_message(problems, "", document)
     elif kind == "artifact":
         _check_parts(problems, "/parts", document["parts"])
@@ -151,7 +174,9 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     origin = Origin()
     forms = [kind]
     extras: dict[str, Any] = {}
-    if kind == "message":
+    if kind == "stream":
+        messages = [_read_event(event, f"/{index}", origin) for index, event in enumerate(document)]
+    elif kind == "message":
         messages = [_read_message(document, "", origin)]
     elif kind == "artifact":
         messages = [_read_artifact(document, "", origin)]
@@ -181,6 +206,32 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
                           {**extras, FORM_KEY: " ".join(forms)})
     origin.add(session, "")
     return ReadResult(session=session, format=NAME, version=kind, problems=problems, origin=origin)
+
+
+def _read_event(event: dict[str, Any], pointer: str, origin: Origin) -> Message:
+    """One streamed event as a message: a message as itself, an artifact chunk as an
+    artifact message (the update's own fields under ``artifactUpdate``), a status update
+    with a message as that message; any other event kept whole."""
+    (name, value), = event.items()
+    message: Message | None = None
+    if name == "message":
+        message = _read_message(value, f"{pointer}/message", origin)
+        token, update = "stream-message", None
+    elif name == "artifactUpdate" and isinstance(value, dict) and isinstance(value.get("artifact"), dict):
+        message = _read_artifact(value["artifact"], f"{pointer}/artifactUpdate/artifact", origin)
+        token, update = "artifact-update", {"artifactUpdate": rest(value, "artifact")}
+    elif name == "statusUpdate" and isinstance(value, dict) and isinstance(value.get("status"), dict) and (
+            "message" in value["status"]):
+        message = _read_message(value["status"]["message"], f"{pointer}/statusUpdate/status/message", origin)
+        token = "status-update"
+        update = {"statusUpdate": {**value, "status": rest(value["status"], "message")}}
+    if message is None or (update and any(key in message.extra for key in update)):
+        kept = kept_whole(NAME, event, "event")
+        origin.add(kept, pointer, {"value": ()})
+        return with_extras(Message(role="assistant", contents=(kept,)), {FORM_KEY: "kept event"})
+    tokens = " ".join(filter(None, (str(form(message) or ""), token)))
+    message.__pydantic_extra__.update({**(update or {}), FORM_KEY: tokens})
+    return message
 
 
 def _read_message(raw: Any, pointer: str, origin: Origin) -> Message:
@@ -258,8 +309,8 @@ def _named_part(part: dict[str, Any], key: str, value: Any) -> Any:
     if isinstance(filename, str) and is_valid_name(filename) and not (metadata and A2A_FILENAME in metadata):
         named["name"] = filename
     elif isinstance(filename, str):
-        if metadata and A2A_FILENAME in metadata:
-            return None
+        if (metadata and A2A_FILENAME in metadata) or metadata == {}:
+            return None  # the name could not be told apart from metadata on the way back: kept whole
         metadata = {**(metadata or {}), A2A_FILENAME: filename}
     if metadata is not None:
         named["metadata"] = metadata
@@ -276,10 +327,12 @@ def _named_part(part: dict[str, Any], key: str, value: Any) -> Any:
 
 # -- writing ------------------------------------------------------------------------------
 
-def write(session: Session) -> dict[str, Any]:
+def write(session: Session) -> Any:
     value = session.extra.get(FORM_KEY)
     forms = set(value.split()) if isinstance(value, str) else set()
     messages = [message for _, message in session.messages()]
+    if "stream" in forms:
+        return [_write_event(message, f"/messages/{index}") for index, message in enumerate(messages)]
     if "message" in forms and len(messages) == 1:
         return _write_message(messages[0], "")
     if "artifact" in forms and len(messages) == 1:
@@ -301,6 +354,29 @@ def write(session: Session) -> dict[str, Any]:
     if artifacts or "artifacts" in forms:
         document["artifacts"] = artifacts
     return document
+
+
+def _write_event(message: Message, pointer: str) -> Any:
+    tokens = set(str(form(message) or "").split())
+    if "event" in tokens and message.items and is_kept_whole(NAME, message.items[0]):
+        return kept_value(message.items[0])
+    if "artifact-update" in tokens:
+        update = message.extra.get("artifactUpdate")
+        bare = _without_extra(message, "artifactUpdate")
+        return {"artifactUpdate": {**(update if isinstance(update, dict) else {}),
+                                   "artifact": _write_artifact(bare, pointer)}}
+    if "status-update" in tokens:
+        update = dict(message.extra.get("statusUpdate") or {})
+        bare = _without_extra(message, "statusUpdate")
+        status = {**update.get("status", {}), "message": _write_message(bare, pointer)}
+        return {"statusUpdate": {**update, "status": status}}
+    return {"message": _write_message(message, pointer)}
+
+
+def _without_extra(message: Message, key: str) -> Message:
+    copied = message.model_copy()
+    object.__setattr__(copied, "__pydantic_extra__", {k: v for k, v in message.extra.items() if k != key})
+    return copied
 
 
 def _write_message(message: Message, pointer: str) -> Any:
@@ -430,7 +506,7 @@ _CONTENT_FIELDS = {
 }
 TARGET = Target(NAME, "A2A", ROLES, _nearest_role, _CONTENT_FIELDS, message_fields=frozenset({"messageId"}),
                 message_extras=frozenset({"contextId", "taskId", "metadata", "extensions", "referenceTaskIds",
-                                          "artifactId", "name", "description"}),
+                                          "artifactId", "name", "description", "artifactUpdate", "statusUpdate"}),
                 session_extras=frozenset({"id", "contextId", "status", "metadata"}), fix=_fix, citations=False)
 
 
@@ -449,7 +525,8 @@ def lower(session: Session, *, origin: Origin | None = None, options: ConvertOpt
     extras = dict(lowered.session_extras)
     value = extras.pop(FORM_KEY, None)
     forms = set(value.split()) if isinstance(value, str) else set()
-    if "task" not in forms:
+    single = len(messages) == 1
+    if not ({"task", "stream"} & forms or ({"message", "artifact"} & forms and single)):
         if "id" not in extras:
             rec.approximate(session, "", None, "task id", "an A2A task needs an id: one was generated")
         extras = {"id": extras.get("id", _generated("task", str(len(messages)))),

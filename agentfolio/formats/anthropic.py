@@ -373,7 +373,7 @@ def write(session: Session) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     for index, (_, message) in enumerate(session.messages()):
         if message.role == "system" and index == 0:
-            document["system"] = _write_content(message, f"/system")
+            document["system"] = _write_content(message, "/system")
             continue
         messages.append(_write_message(message, f"/messages/{len(messages)}"))
     extras = dict(session.extra)
@@ -549,7 +549,7 @@ def _fix(rec: Recorder, source: Any, content: Any, pointer: str) -> Any:
         return content.model_copy(update={"text": ""})
     if isinstance(content, DataContent) and (split_data_url(content.uri, content.media_type) is None
                                              or content.media_type not in BASE64_TYPES):
-        size, text = data_url_payload(content.uri or "")
+        _, text = data_url_payload(content.uri or "")
         if text is not None:
             rec.approximate(source, pointer, None, "data content",
                             f"Anthropic takes inline {content.media_type or 'data'} only as a plain-text document")
@@ -562,7 +562,8 @@ def _fix(rec: Recorder, source: Any, content: Any, pointer: str) -> Any:
         rec.approximate(source, pointer, "mediaType", "mediaType",
                         "Anthropic holds a link or file as an image or a document: written as a document")
     if isinstance(content, TextContent) and content.annotations:
-        kept = tuple(a for a in content.annotations if isinstance(a, Citation) and a.extra.get("type") in _CITATION_TYPES)
+        kept = tuple(a for a in content.annotations
+                     if isinstance(a, Citation) and a.extra.get("type") in _CITATION_TYPES)
         if len(kept) != len(content.annotations):
             rec.drop(source, pointer, "annotations", "citations",
                      "Anthropic citations point into its own documents and search results")

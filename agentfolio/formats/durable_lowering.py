@@ -106,9 +106,9 @@ def _give_call_ids(rec: Recorder, session: Session) -> Session:
                 rec.approximate(content, pointer, "callId", "callId",
                                 "durable state requires a call id: one was generated, pairing results with calls")
                 contents[position] = content.model_copy(update={"call_id": call_id})
-            if contents != list(message.items) or any(a is not b for a, b in zip(contents, message.items)):
+            if any(a is not b for a, b in zip(contents, message.items, strict=True)):
                 messages[index] = message.model_copy(update={"contents": tuple(contents)})
-        if any(a is not b for a, b in zip(messages, entry.messages)):
+        if any(a is not b for a, b in zip(messages, entry.messages, strict=True)):
             entries[entry_index] = entry.model_copy(update={"messages": tuple(messages)})
             changed = True
     if not changed or session.data is None:
@@ -244,4 +244,4 @@ def _wire_names(cls: type) -> list[str]:
     return [info.alias or name for name, info in cls.model_fields.items()]
 
 
-__all__ = ["NAME", "lower", "entry_pointer"]
+__all__ = ["NAME", "entry_pointer", "lower"]

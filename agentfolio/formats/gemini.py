@@ -260,11 +260,11 @@ def read_part(part: Any, pointer: str, origin: Origin, k: dict[str, str]) -> Any
         built = kept_whole(NAME, part, "part")
         origin.add(built, pointer, {"value": ()})
     else:
-        origin.add(built, pointer, _ORIGIN_NAMES(k).get(type(built), {}))
+        origin.add(built, pointer, _origin_names(k).get(type(built), {}))
     return built
 
 
-def _ORIGIN_NAMES(k: dict[str, str]) -> dict[type, dict[str, tuple[str, ...]]]:
+def _origin_names(k: dict[str, str]) -> dict[type, dict[str, tuple[str, ...]]]:
     return {FunctionCallContent: {"callId": (k["function_call"], "id"), "name": (k["function_call"], "name"),
                                   "arguments": (k["function_call"], "args")},
             FunctionResultContent: {"callId": (k["function_response"], "id"),
@@ -310,7 +310,8 @@ def _map_part(part: dict[str, Any], k: dict[str, str]) -> Any:
         extras = rest(part, k["function_response"])
         if "name" in extras:
             return None
-        return build(FunctionResultContent, {**extras, "name": response["name"], **({} if "id" in response else _NO_ID)},
+        return build(FunctionResultContent,
+                     {**extras, "name": response["name"], **({} if "id" in response else _NO_ID)},
                      result=response["response"],
                      **({"call_id": response["id"]} if "id" in response else {}))
     code = part.get(k["executable_code"])

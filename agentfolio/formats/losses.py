@@ -9,14 +9,14 @@ whose wire layout is the model's own) is pointed into with the model's own JSON 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import orjson
 
 from agentfolio.formats.errors import json_pointer
 from agentfolio.model import DocumentContent, MemoryContent, SkillsContent, TemplateVariableContent, ToolCatalogContent
-
 
 #: The property provider readers use to remember a source's spelling (see
 #: agentfolio.formats.provider): never reported as a loss.

@@ -12,8 +12,9 @@ written back as read, and recognised as that format's own by its lowering.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import orjson
 from pydantic import ValidationError
@@ -252,7 +253,8 @@ def _lower_message(rec: Recorder, target: Target, message: Message, entry_index:
             rec.drop(message, pointer, key, key, f"a {target.title} message has no such field")
     extras: dict[str, Any] = {}
     for key, value in message.extra.items():
-        if key in target.message_extras or key == FORM_KEY or (target.keeps_extras and target.keeps_extras(Message, key)):
+        if key in target.message_extras or key == FORM_KEY or (
+                target.keeps_extras and target.keeps_extras(Message, key)):
             extras[key] = value
         else:
             rec.drop(message, pointer, key, f"message property {key!r}", f"a {target.title} message has no such "
@@ -315,7 +317,8 @@ def lower_content(rec: Recorder, target: Target, content: Any, pointer: str) -> 
             del data["annotations"]
     extras: dict[str, Any] = {}
     for key, value in content.extra.items():
-        if key in allowed_extras or key == FORM_KEY or (target.keeps_extras and target.keeps_extras(type(content), key)):
+        if key in allowed_extras or key == FORM_KEY or (
+                target.keeps_extras and target.keeps_extras(type(content), key)):
             extras[key] = value
         else:
             rec.drop(content, pointer, key, f"property {key!r}",

@@ -11,7 +11,7 @@ is kept whole as :class:`OpaqueContent`: never emptied, written back exactly as 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Literal, Union
 
 from pydantic import Field
 

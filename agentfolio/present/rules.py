@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agentfolio.model.analysis import LONG_TEXT_CHARS, MEDIA_CLASSES, call_failed, media_class
 from agentfolio.model import FunctionCallContent, FunctionResultContent, ResponseEntry, Session, Usage, UsageContent
+from agentfolio.model.analysis import LONG_TEXT_CHARS, MEDIA_CLASSES, call_failed, media_class
 
 ROLE_STYLES: dict[str, str] = {
     "user": "bold cyan",
@@ -180,10 +180,21 @@ def segment_kind(content: object) -> str:
     ``media``, plus what envelopes lack: ``reasoning``, ``error``, ``usage``,
     ``hosted``, ``part`` and ``raw`` (a kind we do not know, shown as its JSON).
     """
-    from agentfolio.model import (DataContent, DocumentContent, ErrorContent, HostedFileContent,
-                                  HostedVectorStoreContent, MemoryContent, PartContent, ReasoningContent,
-                                  SkillsContent, TemplateVariableContent, TextContent, ToolCatalogContent,
-                                  UriContent)
+    from agentfolio.model import (
+        DataContent,
+        DocumentContent,
+        ErrorContent,
+        HostedFileContent,
+        HostedVectorStoreContent,
+        MemoryContent,
+        PartContent,
+        ReasoningContent,
+        SkillsContent,
+        TemplateVariableContent,
+        TextContent,
+        ToolCatalogContent,
+        UriContent,
+    )
 
     if isinstance(content, TextContent):
         style = content.presentation.style if content.presentation else None
@@ -366,7 +377,7 @@ def find_media(value: object, *, limit: int = 20, depth: int = 12) -> list[Media
 
 
 def _media_from_string(text: str) -> Media | None:
-    if len(text) < 12 or not text.lstrip()[:5].lower() in ("data:", "http:", "https"):
+    if len(text) < 12 or text.lstrip()[:5].lower() not in ("data:", "http:", "https"):
         return None
     candidate = text.strip()
     if " " in candidate or "\n" in candidate:

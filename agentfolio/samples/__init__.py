@@ -13,10 +13,9 @@ def sample_path(name: str) -> Path:
     return Path(str(resources.files(__package__).joinpath(name)))
 
 
-_WORDS = (
-    "agent tool weather forecast coffee product documentation workflow order status "
-    "customer invoice report summary search result source draft review plan step"
-).split()
+_WORDS = ["agent", "tool", "weather", "forecast", "coffee", "product", "documentation", "workflow", "order",
+          "status", "customer", "invoice", "report", "summary", "search", "result", "source", "draft",
+          "review", "plan", "step"]
 
 
 def _sentence(rng: random.Random, words: int) -> str:

@@ -101,7 +101,8 @@ def showcase_session() -> dict[str, Any]:
          "usage": {"inputTokenCount": 1500, "outputTokenCount": 240, "totalTokenCount": 1740},
          "messages": [
              {"role": "assistant", "authorName": "Atlas", "createdAt": "2025-11-04T19:33:19.000+00:00", "contents": [
-                 {"$type": "text", "text": "Here is a plan:\n\n| Day | Plan |\n|---|---|\n| Sat | Louvre |\n| Sun | Orsay |"},
+                 {"$type": "text",
+                  "text": "Here is a plan:\n\n| Day | Plan |\n|---|---|\n| Sat | Louvre |\n| Sun | Orsay |"},
                  {"$type": "text", "text": LONG_TEXT},
                  {"$type": "error", "message": "Hotel search is unavailable", "errorCode": "E_HOTEL"},
                  {"$type": "usage", "usage": {"inputTokenCount": 10, "outputTokenCount": 2, "totalTokenCount": 12}},
@@ -124,7 +125,8 @@ def durable_session(messages: int = 40, *, seed: int = 0) -> dict[str, Any]:
             {"role": "user", "createdAt": stamp, "contents": [
                 {"$type": "text", "text": f"Question {index}: what is the weather in city {index % 17}?"}]}]})
         history.append({"$type": "response", "createdAt": stamp, "correlationId": f"c{index}",
-                        "usage": {"inputTokenCount": 100 + index, "outputTokenCount": 20, "totalTokenCount": 120 + index},
+                        "usage": {"inputTokenCount": 100 + index, "outputTokenCount": 20,
+                                  "totalTokenCount": 120 + index},
                         "messages": [{"role": "assistant", "createdAt": stamp, "contents": [
                             {"$type": "functionCall", "callId": call_id, "name": "get_weather",
                              "arguments": {"city": f"city {index % 17}"}},

@@ -18,8 +18,9 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Protocol
 from urllib.parse import unquote, urlparse
 
 from agentfolio.settings import Settings, SettingsError

@@ -10,9 +10,9 @@ last transactions before a power cut may be lost, but the file is never corrupte
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import sqlalchemy as sa
 from alembic import command
@@ -65,9 +65,8 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
 
 @contextmanager
 def read_transaction(engine: Engine) -> Iterator[Connection]:
-    with engine.connect() as connection:
-        with connection.begin():
-            yield connection
+    with engine.connect() as connection, connection.begin():
+        yield connection
 
 
 def alembic_config() -> Config:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from agentfolio.errors import AgentfolioError
-
-from typing import Sequence
-
 from agentfolio.formats.errors import Problem
 
 

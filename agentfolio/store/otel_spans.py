@@ -66,7 +66,7 @@ _OTEL_VERSION = {"name": "opentelemetry", "external_identifier": None, "descript
                  "runtime_environment": None}
 
 
-class StoreUnavailable(StoreError):  # noqa: N818 - named as the store's other refusals are
+class StoreUnavailable(StoreError):
     """The database cannot take the write now (locked, restarting, unreachable): retry later."""
 
     code = "unavailable"

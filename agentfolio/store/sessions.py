@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 import secrets
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from datetime import UTC
+from typing import Any
 
 import orjson
 import sqlalchemy as sa
@@ -82,9 +84,9 @@ class Appended:
 def iso(moment: float | None) -> str | None:
     if moment is None:
         return None
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(moment, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(moment, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 _INFO_COLUMNS = (sessions.c.pk, sessions.c.id, sessions.c.agent, sessions.c.schema_version, sessions.c.version,

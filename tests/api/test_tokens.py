@@ -8,9 +8,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agentfolio.app import Agentfolio
-from agentfolio.app.registry import AgentCreate, Principal, RegistryService
 from agentfolio.server import create_server
 from agentfolio.store import Store
+from agentfolio.app.registry import AgentCreate, Principal, RegistryService
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
@@ -29,9 +29,9 @@ def test_tokens_are_listed_and_revoked_through_the_api(client: TestClient, store
     token, alice = store.accounts.create_token("alice", label="laptop")
     spare, _ = store.accounts.create_token("alice", label="spare")
     bob, _ = store.accounts.create_token("bob")
-    registry = RegistryService(store)
-    agent = registry.create_agent(Principal(alice), AgentCreate(name="a")).id
-    deployment = registry.create_deployment_token(Principal(alice), agent).token
+    service = RegistryService(store)
+    agent = service.create_agent(Principal(alice), AgentCreate(name="a")).id
+    deployment = service.create_deployment_token(Principal(alice), agent).token
 
     listed = client.get("/api/v1/api_token", headers=bearer(token))
     assert listed.status_code == 200, listed.text

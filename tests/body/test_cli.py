@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from agentfolio.body import MessageBody, MessageBodySchema
-from agentfolio.cli.body import body_app
 from agentfolio.body.examples import EXAMPLES, body_path, load_body, load_schema, schema_path
+from agentfolio.cli.body import body_app
 
 runner = CliRunner()
 

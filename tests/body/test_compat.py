@@ -20,7 +20,8 @@ def assert_counterexample(out: dict, inp: dict) -> None:
 
 def test_identical_and_narrower_outputs_are_compatible() -> None:
     wide = s({"content_type": "text/*"}, {"name": "/files/**"})
-    narrow = s({"content_type": "text/plain", "required": True}, {"name": "/files/*.py", "content_type": "text/x-python"})
+    narrow = s({"content_type": "text/plain", "required": True},
+               {"name": "/files/*.py", "content_type": "text/x-python"})
     assert is_compatible(wide, wide)
     assert is_compatible(narrow, wide)
     assert_counterexample(wide, narrow)

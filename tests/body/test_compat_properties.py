@@ -77,7 +77,7 @@ PROPS = settings(max_examples=EXAMPLES, deadline=None,
 def test_exact_agreement_with_brute_force_in_a_small_universe(out: dict, inp: dict) -> None:
     result = is_compatible(out, inp, universe=SMALL)
     brute = brute_force_counterexample(
-        out, inp, SMALL_NAMES + [None], SMALL_CTS, max_parts=n_required(out) + 1
+        out, inp, [*SMALL_NAMES, None], SMALL_CTS, max_parts=n_required(out) + 1
     )
     event("compatible" if result else "incompatible")
     assert bool(result) == (brute is None), (result, brute)
@@ -95,7 +95,7 @@ def test_exact_agreement_with_brute_force_in_a_small_universe(out: dict, inp: di
 def test_real_universe_answers_are_sound(out: dict, inp: dict) -> None:
     result = is_compatible(out, inp)
     brute = brute_force_counterexample(
-        out, inp, SMALL_NAMES + [None], SMALL_CTS, max_parts=n_required(out) + 1
+        out, inp, [*SMALL_NAMES, None], SMALL_CTS, max_parts=n_required(out) + 1
     )
     if brute is not None:
         assert not result, f"brute force found {brute} but compat said {result}"
@@ -133,7 +133,7 @@ def test_compatibility_is_transitive_in_small_universe(a: dict, b: dict, c: dict
 
 
 bodies = st.lists(
-    st.tuples(st.sampled_from(SMALL_NAMES + [None, None]), st.sampled_from(SMALL_CTS + ["A/B; q=1"])),
+    st.tuples(st.sampled_from([*SMALL_NAMES, None, None]), st.sampled_from([*SMALL_CTS, "A/B; q=1"])),
     max_size=5,
 ).map(lambda keys: list({(n if n is not None else object()): (n, c) for n, c in keys}.values()))
 

@@ -13,7 +13,7 @@ from agentfolio.body.content import http_fetcher
 
 
 class Handler(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         if self.path == "/files/a.txt":
             self._send(200, b"hello")
         elif self.path == "/files/big":

@@ -24,8 +24,9 @@ a2a_v03 = pytest.importorskip("a2a.compat.v0_3.types")
 def same(a: MessageBody, b: MessageBody) -> None:
     """Equal as content: names, types, bytes (or URL), metadata; JSON compared parsed."""
     assert len(a) == len(b)
-    for x, y in zip(a.parts, b.parts):
-        assert (x.name, x.content_type, x.content_url, x.metadata) == (y.name, y.content_type, y.content_url, y.metadata)
+    for x, y in zip(a.parts, b.parts, strict=False):
+        assert (x.name, x.content_type, x.content_url, x.metadata) == (
+            y.name, y.content_type, y.content_url, y.metadata)
         if x.content_url is not None:
             continue
         if x.essence == "application/json":
@@ -90,15 +91,15 @@ def test_acp_part_with_invalid_name_is_reported_by_index() -> None:
 def test_a2a_v1_parts_read_back() -> None:
     from a2a.helpers.proto_helpers import new_data_part
 
-    Part = a2a_types.Part
+    part_of = a2a_types.Part
     data_part = new_data_part({"score": 3, "tags": ["a"]})
     data_part.metadata.update({"step": 2})
     message = a2a_types.Message(message_id="m1", role=a2a_types.Role.ROLE_AGENT, parts=[
-        Part(text="Summary **here**", media_type="text/markdown"),
-        Part(raw=b"\x00\x01", media_type="image/png", filename="/img/chart.png"),
-        Part(url="https://example.com/paper.pdf", media_type="application/pdf", filename="paper.pdf"),
+        part_of(text="Summary **here**", media_type="text/markdown"),
+        part_of(raw=b"\x00\x01", media_type="image/png", filename="/img/chart.png"),
+        part_of(url="https://example.com/paper.pdf", media_type="application/pdf", filename="paper.pdf"),
         data_part,
-        Part(text="plain"),
+        part_of(text="plain"),
     ])
     body = from_a2a(message)
     assert [p.name for p in body.parts] == [None, "/img/chart.png", None, None, None]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from agentfolio.body import MessageBodySchema, PartRejected, SchemaValidationError, StreamValidator
@@ -61,7 +63,7 @@ def test_valid_stream_closes_cleanly_and_counts() -> None:
 def test_duplicate_and_malformed_parts_are_rejected_immediately() -> None:
     v = StreamValidator(SCHEMA)
     v.feed({"name": "/sources/1", "content_type": "text/html"})
-    with pytest.raises(PartRejected, match="part 1 .*already used by part 0"):
+    with pytest.raises(PartRejected, match=r"part 1 .*already used by part 0"):
         v.feed({"name": "/sources/1", "content_type": "text/html"})
     with pytest.raises(PartRejected, match=r"part 2 .*'\.\.' segment"):
         v.feed({"name": "/sources/..", "content_type": "text/html"})
@@ -85,10 +87,8 @@ def test_stream_and_batch_agree() -> None:
     batch = schema.validate_body({"parts": parts})
     v = StreamValidator(schema)
     for p in parts:
-        try:
+        with contextlib.suppress(PartRejected):
             v.feed(p)
-        except PartRejected:
-            pass
     stream = v.report()
     assert [i.index for i in stream.issues] == [i.index for i in batch.issues] == [1, 3]
     assert [m.schema_index for m in stream.missing] == [m.schema_index for m in batch.missing] == [2]

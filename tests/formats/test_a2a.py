@@ -86,3 +86,26 @@ def test_whatever_is_converted_in_is_a_task_the_validator_and_the_sdk_accept(doc
     conversion = convert(document, to="a2a", strict_read=False)
     assert a2a.validate(conversion.result) == []
     sdk_task(conversion.result)
+
+
+def test_streamed_artifact_chunks_read_as_messages_and_write_back_whole() -> None:
+    from a2a.types import StreamResponse
+
+    stream = [
+        {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Write the report."}]}},
+        {"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}},
+        {"artifactUpdate": {"taskId": "t", "contextId": "c", "artifact": {"artifactId": "a", "parts": [
+            {"text": "# Report\n"}]}}},
+        {"artifactUpdate": {"taskId": "t", "contextId": "c", "append": True, "lastChunk": True,
+                            "artifact": {"artifactId": "a", "parts": [{"text": "Revenue grew 12%."}]}}},
+        {"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED", "message": {
+            "messageId": "m2", "role": "ROLE_AGENT", "parts": [{"text": "Done."}]}}}},
+    ]
+    for event in stream:
+        ParseDict(event, StreamResponse())
+    assert registry.detect(stream) is a2a.FORMAT and a2a.validate(stream) == []
+    read = a2a.read(copy.deepcopy(stream))
+    texts = [c.text for _, m in read.session.messages() for c in m.items if hasattr(c, "text")]
+    assert texts == ["Write the report.", "# Report\n", "Revenue grew 12%.", "Done."]
+    assert a2a.write(read.session) == stream
+    assert convert(convert(copy.deepcopy(stream), to="durable-state").result, to="a2a").result == stream

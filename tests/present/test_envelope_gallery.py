@@ -85,7 +85,7 @@ def test_the_rules_decide_and_both_renderers_ask_them() -> None:
     folded = {kind for kind, (_, content) in zip(kinds, [(m, c) for _, m in session.messages() for c in m.items])
               if rules.is_folded(content, kind)}
     assert folded == {"system_prompt", "memory", "tool_overview", "long_text", "tool_call_result"}
-    source = (ROOT / "agentfolio" / "present" / "html.py").read_text()
+    source = (ROOT / "agentfolio" / "web" / "html.py").read_text()
     assert "rules.segment_summary" in source and "rules.is_folded" in source
 
 

@@ -10,10 +10,10 @@ import orjson
 import pytest
 from rich.console import Console
 
+from agentfolio.cli.terminal import render_session
 from agentfolio.formats import registry
 from agentfolio.model import OpaqueContent
 from agentfolio.web.html import export_html
-from agentfolio.cli.terminal import render_session
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GALLERIES = ["anthropic", "openai_responses", "gemini", "langchain", "a2a"]

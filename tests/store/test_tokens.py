@@ -5,21 +5,21 @@ from __future__ import annotations
 
 import pytest
 
-from agentfolio.app.registry import AgentCreate, Principal, RegistryService
 from agentfolio.store import NotFound, Store
+from agentfolio.app.registry import AgentCreate, Principal, RegistryService
 
 
 def test_an_account_lists_and_revokes_its_own_tokens_of_both_kinds(store: Store) -> None:
     token, alice = store.accounts.create_token("alice", label="laptop")
     other, bob = store.accounts.create_token("bob")
-    registry = RegistryService(store)
-    agent = registry.create_agent(Principal(alice), AgentCreate(name="a")).id
-    made = registry.create_deployment_token(Principal(alice), agent, label="ci")
-    deployment, where = made.token, made.model_dump()
+    service = RegistryService(store)
+    agent = service.create_agent(Principal(alice), AgentCreate(name="a")).id
+    made = service.create_deployment_token(Principal(alice), agent, label="ci")
+    deployment = made.token
     listed = store.tokens.list(alice)
     assert [(t.kind, t.label, t.prefix, t.revoked_at) for t in listed] == [
         ("account", "laptop", token[:12], None), ("deployment", "ci", deployment[:12], None)]
-    assert listed[1].agent_id == agent and listed[1].environment_id == where["environment_id"]
+    assert listed[1].agent_id == agent and listed[1].environment_id == made.environment_id
     assert [t.kind for t in store.tokens.list(bob)] == ["account"]
 
     # Bob cannot revoke (or learn about) Alice's tokens: the same answer as for an id never issued.

@@ -387,6 +387,7 @@ def list_spans(work: Work, command: SpanList) -> Page[Span]:
     rows, total = work.unit.spans.page(command.page, agent_of_token=token_agent, **command.filters())
     risk = work.risk_profile() if command.include_risk_level else None
     info = page_info(total, command.page.offset, command.page.page_size, len(rows))
-    with summaries_budget():  # one render budget for the whole page of summaries
+    # All the summaries of one page share one render budget, however many template bombs it holds.
+    with summaries_budget():
         items = [span_output(work, row._mapping, summaries=command.include_summaries, risk=risk) for row in rows]
     return Page[Span](items=items, pagination=info.to_json(), sorting=command.page.sorting.to_json())
