@@ -40,7 +40,7 @@ from agentfolio.store.accounts import Account
 from agentfolio.store.engine import read_transaction, write_transaction
 from agentfolio.store.errors import StoreError
 from agentfolio.store.registry import AccountRecord, RegistryStore, RegistryUnit
-from agentfolio.store.registry.bulk import insert_many
+from agentfolio.store.registry.bulk import insert_many as _insert_many
 from agentfolio.store.registry_tables import (
     registry_agent_versions as t_versions,
 )
@@ -82,6 +82,21 @@ class WrittenSpans:
     instances: set[tuple[str, str]] = field(default_factory=set)
 
 
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def _ensure_deployment(unit: RegistryUnit, info: AccountRecord, agent_id: str, environment_id: str) -> str:
+    found = unit.deployments.find(agent_id, environment_id)
+    if found:
+        return found
+    deployment_id = ids.new_id(info.partition)
+    stamp = now_us()
+    unit.deployments.insert(id=deployment_id, agent_id=agent_id, environment_id=environment_id,
+                            inserted_at=stamp, updated_at=stamp)
+    return deployment_id
+
+
 class OtelSpans:
     """Writes and reads OTel spans in the registry tables of one store."""
 
@@ -121,12 +136,11 @@ class OtelSpans:
 class _Write:
     def __init__(self, registry: RegistryStore, connection: Connection, info: AccountRecord) -> None:
         self.registry = registry
+        self.unit = RegistryUnit(connection, info.account_pk, registry.versions)
         self.conn = connection
         self.info = info
         self.pk = info.account_pk
-        # The account's repositories in this transaction: deployments and compiled versions.
-        self.unit = RegistryUnit(connection, info.account_pk, registry.versions)
-        self.stamp = time.time_ns() // 1000
+        self.stamp = now_us()
         self._ids: dict[tuple[str, str], str] = {}
 
     def _id(self, trace_id: str, span_id: str) -> str:
@@ -182,7 +196,7 @@ class _Write:
             result.instances.add((agent_id, instance_id))
             if mapped.is_llm:
                 result.sessions.add(mapped.session_id)
-        insert_many(self.conn, t_spans, rows)
+        _insert_many(self.conn, t_spans, rows)
         self._rehome(fresh, agent_of, agents, instance_of)
         self._found_children(list(fresh))
         result.inserted = len(rows)
@@ -289,17 +303,8 @@ class _Write:
         self.conn.execute(sa.update(t_deployments).where(t_deployments.c.agent_id == agent_id).values(
             current_schema_version_id=new_id, updated_at=self.stamp))
         compiled = CompiledSchemaVersion.from_draft(draft, new_id)
-        self.unit.remember(compiled)
+        self.registry.versions.put(compiled)
         return compiled
-
-    def _deployment(self, agent_id: str, environment_id: str) -> str:
-        found = self.unit.deployments.find(agent_id, environment_id)
-        if found:
-            return found
-        deployment_id = ids.new_id(self.info.partition)
-        self.unit.deployments.insert(id=deployment_id, agent_id=agent_id, environment_id=environment_id,
-                                     inserted_at=self.stamp, updated_at=self.stamp)
-        return deployment_id
 
     def _instances(self, fresh: dict[str, MappedSpan], agent_of: dict[str, str], agents: dict[str, str],
                    versions: dict[str, CompiledSchemaVersion]) -> dict[tuple[str, str], str]:
@@ -348,7 +353,8 @@ class _Write:
                 continue
             if agent_id not in version_rows:
                 version_rows[agent_id] = self._agent_version(agent_id)
-                deployments[agent_id] = self._deployment(agent_id, self.info.default_environment_id)
+                deployments[agent_id] = _ensure_deployment(self.unit, self.info, agent_id,
+                                                           self.info.default_environment_id)
             instance_id = ids.new_id(self.info.partition)
             new_rows.append({
                 "id": instance_id, "account_pk": self.pk, "agent_id": agent_id,
@@ -359,7 +365,7 @@ class _Write:
                 "started_at": started, "finished_at": finished, "inserted_at": self.stamp, "updated_at": self.stamp})
             out[key] = instance_id
         if new_rows:
-            insert_many(self.conn, t_instances, new_rows)
+            _insert_many(self.conn, t_instances, new_rows)
         return out
 
     def _agent_version(self, agent_id: str) -> str:
