@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from agentfolio import _json
 from agentfolio.formats import registry
 from agentfolio.formats.base import ReadResult
 from agentfolio.formats.errors import FormatError, InvalidDocumentError
@@ -54,7 +55,7 @@ def validate(
     """Check files against their format's schema: exit 0 if all valid, 1 if any is not."""
     reports = [_validate_one(path, format_name, max_bytes) for path in files]
     if as_json:
-        sys.stdout.write(orjson.dumps(reports, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(_json.dumps(reports, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         for report in reports:
             _print_report(report)
@@ -173,7 +174,7 @@ def convert(
         fail(error.one_line() if error.source else f"{file}: {error.one_line()}")
     _warn_problems(result, str(file))
     _print_losses(conversion.losses, str(file), result.format, to)
-    data = orjson.dumps(conversion.result, option=orjson.OPT_INDENT_2) + b"\n"
+    data = _json.dumps(conversion.result, option=orjson.OPT_INDENT_2) + b"\n"
     if output is None:
         sys.stdout.buffer.write(data)
     else:

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from agentfolio import _json
 from agentfolio.formats import durable_state, registry
 from agentfolio.formats.errors import FormatError
 from agentfolio.formats.jsonio import DEFAULT_MAX_BYTES, parse_json, read_bytes
@@ -158,7 +159,7 @@ def import_command(
 
 
 def _line(value: dict[str, Any]) -> None:
-    sys.stdout.write(orjson.dumps(value).decode() + "\n")
+    sys.stdout.write(_json.dumps(value).decode() + "\n")
     sys.stdout.flush()
 
 
@@ -184,7 +185,7 @@ def export_command(
             from agentfolio.api.render import convert_bytes
 
             data = convert_bytes(data, format_name)
-        data = orjson.dumps(orjson.loads(data), option=orjson.OPT_INDENT_2) + b"\n"
+        data = _json.dumps(_json.loads(data), option=orjson.OPT_INDENT_2) + b"\n"
     except StoreError as error:
         _fail(error.message)
     except FormatError as error:
@@ -236,7 +237,7 @@ def sessions_ls(
     finally:
         store.close()
     if as_json:
-        sys.stdout.write(orjson.dumps([info.to_json() for info in found], option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(_json.dumps([info.to_json() for info in found], option=orjson.OPT_INDENT_2).decode() + "\n")
         return
     if not found:
         stderr.print("no sessions", highlight=False)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal, Sequence
 
-import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -24,6 +23,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from agentfolio import _json
 from agentfolio.formats.errors import FormatError, Problem
 from agentfolio.store.errors import StoreError, VersionConflict
 
@@ -62,7 +62,7 @@ class ApiError(Exception):
 
 
 def json_response(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(value), status_code=status, media_type="application/json", headers=headers)
+    return Response(_json.dumps(value), status_code=status, media_type="application/json", headers=headers)
 
 
 def success(details: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from pydantic import create_model
 from starlette.concurrency import run_in_threadpool
 
+from agentfolio import _json
 from agentfolio.api.auth import current_account
 from agentfolio.api.body import parse_body
 from agentfolio.api.errors import error_responses, success
@@ -46,8 +46,8 @@ def convert_document(document: Any, *, to: str | None, source_format: str | None
 
 def convert_bytes(data: bytes, to: str) -> bytes:
     """A stored durable state (bytes) in another format, as JSON bytes."""
-    report = convert_document(orjson.loads(data), to=to, source_format="durable-state", strict=False)
-    return orjson.dumps(report["document"])
+    report = convert_document(_json.loads(data), to=to, source_format="durable-state", strict=False)
+    return _json.dumps(report["document"])
 
 
 RenderDetailsSchema = create_model(

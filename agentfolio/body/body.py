@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import orjson
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
+from agentfolio import _json
 from .content import Fetcher
 from .errors import BodyError, PartError
 from .globs import name_glob
@@ -30,7 +31,7 @@ class PartsDocument:
     @classmethod
     def from_json(cls, data: bytes | str) -> Any:
         try:
-            obj = orjson.loads(data)
+            obj = _json.loads(data)
         except orjson.JSONDecodeError as exc:
             raise BodyError(f"{cls.document_label} is not JSON: {exc}") from None
         return cls.parse(obj)  # type: ignore[attr-defined]
@@ -43,7 +44,7 @@ class PartsDocument:
         return {"parts": [p.to_dict() for p in self.parts]}  # type: ignore[attr-defined]
 
     def to_json(self, *, indent: bool = False) -> bytes:
-        return orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2 if indent else 0)
+        return _json.dumps(self.to_dict(), option=orjson.OPT_INDENT_2 if indent else 0)
 
 
 class MessageBody(PartsDocument, BaseModel):

@@ -14,6 +14,7 @@ from typing import Optional
 import orjson
 import typer
 
+from agentfolio import _json
 from .body import MessageBody
 from .errors import BodyError
 from .examples import EXAMPLES, load_schema
@@ -45,7 +46,7 @@ def _read_json(path: Path, max_bytes: int) -> object:
     except OSError as exc:
         _fail(f"cannot read {path}: {exc.strerror or exc}", 2)
     try:
-        return orjson.loads(data)
+        return _json.loads(data)
     except orjson.JSONDecodeError as exc:
         raise BodyError(f"{path}: not JSON: {exc}") from None
 

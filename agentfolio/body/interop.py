@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from agentfolio import _json
 from .body import MessageBody
 from .errors import BodyError, PartError
 from .names import is_valid_name
@@ -119,7 +120,7 @@ def _json_content(part: MessagePart) -> Any:
     if part.content_url is not None or not _is_json_type(part.essence):
         return _NOT_JSON
     try:
-        return orjson.loads(part.data())
+        return _json.loads(part.data())
     except (orjson.JSONDecodeError, BodyError):
         return _NOT_JSON
 
@@ -169,7 +170,7 @@ def _from_a2a_v1(p: Any, index: int) -> MessagePart:
         fields.update(content_type=media or "application/octet-stream", content_url=p.url)
     elif kind == "data":
         value = _ints(MessageToDict(p.data))
-        fields.update(content_type=media or "application/json", content=orjson.dumps(value).decode())
+        fields.update(content_type=media or "application/json", content=_json.dumps(value).decode())
     else:
         raise PartError(index, "A2A part has no content (text, raw, url or data)")
     return MessagePart.parse(fields, index)
@@ -183,7 +184,7 @@ def _from_a2a_v03(p: Any, index: int) -> MessagePart:
     if kind == "data":
         name, meta = _name_and_meta(None, p.metadata)
         return MessagePart.parse(
-            {"content_type": "application/json", "content": orjson.dumps(p.data).decode(), "metadata": meta}, index)
+            {"content_type": "application/json", "content": _json.dumps(p.data).decode(), "metadata": meta}, index)
     if kind == "file":
         f = p.file
         name, meta = _name_and_meta(f.name, p.metadata)

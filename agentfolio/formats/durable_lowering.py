@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from agentfolio import _json
 from agentfolio.formats.losses import (
     ConvertOptions,
     Lowered,
@@ -117,11 +118,11 @@ def _content(rec: Recorder, content: Any, pointer: str, version: str) -> Any:
         object.__setattr__(lowered, "__pydantic_fields_set__", lowered.model_fields_set - {"presentation"})
     if isinstance(content, FunctionCallContent) and isinstance(content.arguments, str) and not version.startswith("2."):
         try:
-            parsed = orjson.loads(content.arguments)
+            parsed = _json.loads(content.arguments)
         except orjson.JSONDecodeError:
             parsed = None
         arguments = parsed if isinstance(parsed, dict) else {"_raw": content.arguments}
-        if not isinstance(parsed, dict) or orjson.dumps(parsed).decode() != content.arguments:
+        if not isinstance(parsed, dict) or _json.dumps(parsed).decode() != content.arguments:
             rec.approximate(content, pointer, "arguments", "arguments",
                             "durable state 1.x keeps arguments as an object: "
                             + ("the string was parsed" if isinstance(parsed, dict) else 'kept as {"_raw": ...}'))

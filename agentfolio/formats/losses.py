@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-import orjson
-
+from agentfolio import _json
 from agentfolio.formats.errors import json_pointer
 from agentfolio.model import DocumentContent, MemoryContent, SkillsContent, TemplateVariableContent, ToolCatalogContent
 
@@ -182,7 +181,7 @@ def json_text(value: Any) -> str:
     """A JSON value as compact text (a string stays itself)."""
     if isinstance(value, str):
         return value
-    return orjson.dumps(value).decode()
+    return _json.dumps(value).decode()
 
 
 @dataclass(slots=True)

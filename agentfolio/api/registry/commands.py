@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from agentfolio import _json
 from agentfolio.api.commands import AccountOption, _fail, _open_store
 from agentfolio.store.registry import OpError, Principal
 
@@ -50,7 +51,7 @@ def list_command(
             _fail(outcome.body.get("message", "listing failed"))
         agents = outcome.body["summaries"]
         if as_json:
-            sys.stdout.write(orjson.dumps(outcome.body, option=orjson.OPT_INDENT_2).decode() + "\n")
+            sys.stdout.write(_json.dumps(outcome.body, option=orjson.OPT_INDENT_2).decode() + "\n")
             return
         table = Table(box=None, highlight=False)
         table.add_column("id", no_wrap=True, min_width=32)  # whole ids, even when piped
@@ -85,7 +86,7 @@ def risk_command(
         except OpError as error:
             _fail(error.message)
         if as_json:
-            sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+            sys.stdout.write(_json.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
             return
         _print_report(report)
     finally:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
+from agentfolio import _json
 from agentfolio.formats.losses import (
     ConvertOptions,
     Lowered,
@@ -136,7 +135,7 @@ def _lower_call(rec: Recorder, call: FunctionCallContent, pointer: str, generate
         update["name"] = ""
         rec.approximate(call, pointer, "name", "name", "a tool call needs a name: written as ''")
     if not isinstance(call.arguments, str):
-        update["arguments"] = orjson.dumps(call.arguments if call.arguments is not None else {}).decode()
+        update["arguments"] = _json.dumps(call.arguments if call.arguments is not None else {}).decode()
         if call.arguments is None:
             rec.approximate(call, pointer, "arguments", "arguments", "a tool call needs arguments: written as {}")
     _drop_presentation_and_extras(rec, call, pointer)

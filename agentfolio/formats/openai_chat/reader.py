@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-import orjson
-
+from agentfolio import _json
 from agentfolio.formats.base import ReadResult
 from agentfolio.formats.errors import FormatError, Problem, json_pointer, validated
 from agentfolio.formats.losses import ConvertOptions, Origin, with_extras
@@ -45,7 +44,7 @@ def validate(document: Any) -> list[Problem]:
             continue
         role = message.get("role")
         if role not in ROLES and role != "function":
-            problems.append(Problem(pointer + "/role", f"role {orjson.dumps(role).decode()} is not one of "
+            problems.append(Problem(pointer + "/role", f"role {_json.dumps(role).decode()} is not one of "
                                     + ", ".join(ROLES)))
         content = message.get("content")
         if content is not None and not isinstance(content, (str, list)):

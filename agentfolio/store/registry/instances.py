@@ -8,6 +8,7 @@ from typing import Any, Mapping
 import orjson
 import sqlalchemy as sa
 
+from agentfolio import _json
 from agentfolio.registry import ids
 from agentfolio.registry.jsonschemas import SchemaCompileError, compile_schema
 from agentfolio.registry.listing import list_body, page_info, parse_page_request
@@ -105,7 +106,7 @@ class _InstanceOps:
         for key in ("name", "external_identifier"):
             _text(content, key, path=f"agent_version.{key}")
         _text(content, "description", path="agent_version.description", limit=10_000)
-        fingerprint = hashlib.sha256(orjson.dumps(content, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        fingerprint = hashlib.sha256(_json.dumps(content, option=orjson.OPT_SORT_KEYS)).hexdigest()
         found = self.conn.execute(sa.select(t_versions.c.id).where(
             t_versions.c.agent_id == agent_id, t_versions.c.fingerprint == fingerprint)).scalar()
         if found:

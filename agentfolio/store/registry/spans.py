@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import orjson
 import sqlalchemy as sa
 
+from agentfolio import _json
 from agentfolio.registry import ids
 from agentfolio.registry.listing import list_body, page_info, parse_page_request
 from agentfolio.registry.risk import DataRisk, RiskProfile, score_span_type
@@ -137,7 +137,7 @@ class _SpanOps:
         span_id = span_id or self.new_id()
         parent = f.get("parent_span_id")
         if parent is not None:  # kept as given (flagged if it names no span), never refused
-            parent = (parent if isinstance(parent, str) else orjson.dumps(parent).decode())
+            parent = (parent if isinstance(parent, str) else _json.dumps(parent).decode())
             parent = parent.replace("\x00", "\ufffd")[:MAX_PARENT_CHARS]
         sensitive = _flag(f.get("sensitive_encoding"), "sensitive_encoding")
         session_id = _text(f, "session_id", limit=200) or instance.session_id

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 import orjson
 
+from agentfolio import _json
 from agentfolio.registry import ids
 from agentfolio.registry.errors import RegistryError
 from agentfolio.registry.timestamps import parse_timestamp
@@ -108,16 +109,16 @@ def fmt(us: int | None) -> str | None:
 
 
 def dumps(value: Any) -> bytes:
-    return orjson.dumps(value)
+    return _json.dumps(value)
 
 
 def loads(data: bytes | None) -> Any:
-    return None if data is None else orjson.loads(data)
+    return None if data is None else _json.loads(data)
 
 
 def body_hash(fields: Mapping[str, Any]) -> str:
     canonical = {k: v for k, v in fields.items() if k != "idempotency_key"}
-    return hashlib.sha256(orjson.dumps(canonical, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)).hexdigest()
+    return hashlib.sha256(_json.dumps(canonical, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)).hexdigest()
 
 
 def _problem(field: str, code: str, message: str) -> OpError:
