@@ -98,10 +98,14 @@ def _message(rec: Recorder, message: Message, pointer: str, entry_index: int, in
 
 def _content(rec: Recorder, content: Any, pointer: str, version: str) -> Any:
     if isinstance(content, OpaqueContent):
-        if isinstance(content.extra.get("$type"), str):
-            return content  # a durable-shaped unknown: written back as it is
-        rec.approximate(content, pointer, None, "content of unknown kind",
-                        'durable state keeps what it has no type for inside {"$type": "unknown", "content": ...}')
+        tag = content.extra.get("$type")
+        if isinstance(tag, str) and (tag in DURABLE_CONTENT_KINDS or _newer_minor(version)):
+            # A durable content that did not fit its kind (reported by validation), or a
+            # kind a newer minor may add: written back as it is.
+            return content
+        what = f"content of kind {tag!r}" if isinstance(tag, str) else "content of unknown kind"
+        rec.approximate(content, pointer, None, what,
+                        'durable state has no type for it: kept whole inside {"$type": "unknown", "content": ...}')
         return UnknownContent(content=dict(content.extra))
     lowered = content
     if content.kind not in DURABLE_CONTENT_KINDS:
@@ -132,6 +136,15 @@ def _content(rec: Recorder, content: Any, pointer: str, version: str) -> Any:
                         "durable state 1.x requires a media type: written as application/octet-stream")
         lowered = lowered.model_copy(update={"media_type": "application/octet-stream"})
     return _drop_colliding(rec, content, lowered, pointer, set(_wire_names(type(content))))
+
+
+def _newer_minor(version: str) -> bool:
+    """Whether ``version`` is a 1.x minor newer than any we know (its additions are legal)."""
+    from agentfolio.formats.durable_state import SCHEMAS
+
+    major, _, rest = version.partition(".")
+    minor = rest.partition(".")[0]
+    return major.isdigit() and minor.isdigit() and int(major) in SCHEMAS and int(minor) > max(SCHEMAS[int(major)])
 
 
 def _plain_text_looks(rec: Recorder, message: Message, entry_index: int, index: int) -> None:
