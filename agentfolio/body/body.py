@@ -22,6 +22,12 @@ from .globs import name_glob
 from .parts import MessagePart
 
 
+# The fields an ACP ``Message`` has beside its parts: a whole message, as the SDK writes
+# it, is accepted where a body is; they describe the message, not its body, so a body
+# read from one is its parts (agentfolio.formats.message_body keeps them in the session).
+ACP_MESSAGE_FIELDS = frozenset({"role", "created_at", "completed_at"})
+
+
 class PartsDocument:
     """JSON in and out for the two ``{"parts": [...]}`` documents: bodies and schemas."""
 
@@ -79,9 +85,10 @@ class MessageBody(PartsDocument, BaseModel):
             return cls.of(obj)
         if not isinstance(obj, Mapping):
             raise BodyError(f"a body must be an object {{'parts': [...]}}, not {type(obj).__name__}")
-        extra = set(obj) - {"parts"}
+        extra = set(obj) - {"parts"} - ACP_MESSAGE_FIELDS
         if extra:
-            raise BodyError(f"a body has only 'parts'; unknown field(s): {', '.join(sorted(extra))}")
+            raise BodyError(f"a body has only 'parts' (and, as a whole ACP Message, "
+                            f"{', '.join(sorted(ACP_MESSAGE_FIELDS))}); unknown field(s): {', '.join(sorted(extra))}")
         parts = obj.get("parts", [])
         if not isinstance(parts, list):
             raise BodyError(f"'parts' must be a list, not {type(parts).__name__}")

@@ -3,7 +3,9 @@
 * **ACP** (``acp-sdk``): our fields are ACP's ``MessagePart`` fields, so the mapping
   is one to one. ACP's ``metadata`` is a citation or trajectory object (tagged by
   ``kind``); other metadata cannot be written to ACP and is refused with an error.
-  Unknown extra fields on ACP parts (ACP allows them) are not carried over.
+  Extra fields on ACP parts (ACP allows them) are refused, as they are in a body's
+  JSON: nothing is dropped silently.  Names must be paths (``/report.md``), also for
+  an ``Artifact``: an ACP name without the leading ``/`` is refused with that hint.
 * **A2A 1.x** (``a2a-sdk``'s protobuf ``Part``: one of text / raw / url / data, plus
   ``filename``, ``media_type`` and ``metadata``).
 * **A2A 0.3** (``a2a.compat.v0_3.types``: ``TextPart``, ``FilePart`` with
@@ -41,6 +43,11 @@ def from_acp(message_or_parts: Any) -> MessageBody:
     parts = getattr(message_or_parts, "parts", message_or_parts)
     out = []
     for i, p in enumerate(parts):
+        # ACP parts allow extra fields; a body refuses them, from JSON and from the SDK alike.
+        extra = sorted(getattr(p, "model_extra", None) or {})
+        if extra:
+            raise PartError(i, f"unknown field(s) {', '.join(extra)} (a body part has only ACP's own fields: "
+                               "name, content_type, content, content_encoding, content_url, metadata)")
         # exclude_unset: fields the sender gave (even as null) survive, defaults do not,
         # so our metadata comes back exactly as we wrote it.
         meta = p.metadata.model_dump(mode="json", exclude_unset=True) if p.metadata is not None else None

@@ -223,16 +223,28 @@ def _lower_content(rec: Recorder, content: Any, pointer: str, role: str) -> Any:
         if isinstance(content, HostedFileContent) and content.file_id:
             return with_extras(HostedFileContent(file_id=content.file_id), kept)
         if uri and media_type.startswith("image/") and isinstance(content, (DataContent, UriContent)):
+            declared = data_url_type(uri)
+            _report_media_type(rec, content, pointer, declared if declared and declared.startswith("image/")
+                               else "image/*", "an image part carries only its URL")
             return with_extras(type(content)(uri=uri, media_type=media_type), kept)
         if isinstance(content, DataContent) and uri:
+            _report_media_type(rec, content, pointer, data_url_type(uri), "a file part carries only its data URL")
             return with_extras(DataContent(uri=uri, media_type=media_type or data_url_type(uri)), kept)
     if isinstance(content, PartContent) and content.content is not None and content.encoding != "base64":
         rec.approximate(content, pointer, None, "part content", "chat messages have no named parts: written as "
                         "its text")
         return TextContent(text=content.content)
     label = getattr(content, "uri", None) or getattr(content, "url", None) or getattr(content, "file_id", None)
-    rec.approximate(content, pointer, None, f"{content.kind} content",
-                    "only user messages carry files and images in Chat Completions: written as a text mention")
+    media_type = getattr(content, "media_type", None) or getattr(content, "content_type", None) or ""
+    if role != "user":
+        why = "only user messages carry files and images in Chat Completions"
+    elif isinstance(content, UriContent):
+        what = "audio" if media_type.startswith("audio/") else "a file"
+        why = (f"Chat Completions takes {what} only inline (base64 data) or as an uploaded file id, "
+               "never by URL")
+    else:
+        why = "Chat Completions has no part for it"
+    rec.approximate(content, pointer, None, f"{content.kind} content", f"{why}: written as a text mention")
     return TextContent(text=f"[{getattr(content, 'media_type', None) or content.kind}: {label}]")
 
 
@@ -252,3 +264,10 @@ def _chat_own(content: Any) -> OpaqueContent | None:
             tag is None and isinstance(kept.get("type"), str)):
         return with_extras(OpaqueContent(), kept) if not isinstance(content, OpaqueContent) else content
     return None
+
+
+def _report_media_type(rec: Recorder, content: Any, pointer: str, read_back: str | None, why: str) -> None:
+    """A media type the written part does not carry reads back as something else: say so."""
+    if content.media_type is not None and content.media_type != read_back:
+        rec.approximate(content, pointer, "mediaType", "mediaType",
+                        f"{why}: {content.media_type!r} reads back as {read_back or 'none'!r}")
