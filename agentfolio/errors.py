@@ -20,9 +20,9 @@ class AgentfolioError(Exception):
 
     code: str = "bad_request"
 
+    message: str
+
     def __init__(self, message: str, *args: object) -> None:
         super().__init__(message, *args)
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
+        # Subclasses that compose their own message set it before calling up; keep theirs.
+        self.__dict__.setdefault("message", message)

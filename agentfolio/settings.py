@@ -25,6 +25,8 @@ Every setting has a default that needs no set-up:
 
 from __future__ import annotations
 
+from agentfolio.errors import AgentfolioError
+
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -45,8 +47,10 @@ def default_data_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "agentfolio"
 
 
-class SettingsError(ValueError):
+class SettingsError(AgentfolioError, ValueError):
     """A setting that cannot be used: names the variable and what was wrong."""
+
+    code = "bad_setting"
 
 
 @dataclass(frozen=True)

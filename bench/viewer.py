@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 import orjson  # noqa: E402
 
-from agentfolio.web.samples import durable_session  # noqa: E402
+from agentfolio.samples.showcase import durable_session  # noqa: E402
 from tests.web.browser import chromium, chromium_problem, running_server  # noqa: E402
 
 BUDGET_MS = 1000.0

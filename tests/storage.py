@@ -128,7 +128,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
 
 class LiveServer:
     """A server in its own process, on loopback: by default
-    ``uvicorn --factory agentfolio.api.app:app_from_env``; ``cli_serve`` runs the real
+    ``uvicorn --factory agentfolio.server:app_from_env``; ``cli_serve`` runs the real
     ``agentfolio serve`` command instead."""
 
     def __init__(self, settings: Settings, *, cli_serve: bool = False) -> None:
@@ -139,7 +139,7 @@ class LiveServer:
             command = [sys.executable, "-m", "agentfolio.cli", "serve", *address]
             env = {**settings_env(settings), "AGENTFOLIO_LOG_LEVEL": "warning"}
         else:
-            command = [sys.executable, "-m", "uvicorn", "--factory", "agentfolio.api.app:app_from_env", *address,
+            command = [sys.executable, "-m", "uvicorn", "--factory", "agentfolio.server:app_from_env", *address,
                        "--log-level", "warning"]
             env = settings_env(settings)
         self.process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

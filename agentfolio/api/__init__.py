@@ -1,1 +1,2 @@
-"""The HTTP service: ``create_app(settings)`` builds it; each area adds its own router."""
+"""The HTTP API: each area's router under ``/api/v1``; :func:`agentfolio.api.app.install_api`
+mounts them (``agentfolio.server`` builds the served app)."""

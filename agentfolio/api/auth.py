@@ -7,14 +7,21 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from agentfolio.api.errors import ApiError
+from agentfolio.app import Agentfolio
 from agentfolio.store import Account, Store
 
 bearer = HTTPBearer(auto_error=False, scheme_name="bearerAuth",
                     description="A token from `agentfolio token create --account NAME`.")
 
 
+def get_folio(request: Request) -> Agentfolio:
+    folio: Agentfolio = request.app.state.folio
+    return folio
+
+
 def get_store(request: Request) -> Store:
-    return request.app.state.store
+    store: Store = request.app.state.folio.store
+    return store
 
 
 def bearer_token(request: Request, credentials: HTTPAuthorizationCredentials | None) -> str:
@@ -31,7 +38,7 @@ def bearer_token(request: Request, credentials: HTTPAuthorizationCredentials | N
 
 def current_account(request: Request,
                     credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Account:
-    account = get_store(request).accounts.authenticate(bearer_token(request, credentials))
+    account = get_folio(request).accounts.authenticate(bearer_token(request, credentials))
     if account is None:
         raise ApiError(401, "bad_authtoken", "the bearer token is not valid (unknown or revoked)",
                        headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})

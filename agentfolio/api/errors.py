@@ -24,13 +24,15 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentfolio import _json
-from agentfolio.formats.errors import FormatError, Problem
-from agentfolio.store.errors import StoreError, VersionConflict
+from agentfolio.errors import AgentfolioError
+from agentfolio.formats.errors import Problem
 
 log = logging.getLogger("agentfolio.api")
 
-STORE_STATUS = {"not_found": 404, "already_exists": 409, "invalid_value": 400, "version_conflict": 412,
-                "bad_request": 400}
+# The status each domain error code is answered with; codes not listed are 400s.
+STATUS_FOR_CODE = {"not_found": 404, "already_exists": 409, "invalid_value": 400, "version_conflict": 412,
+                   "bad_request": 400, "not_permitted": 403, "too_complex": 422, "payload_too_large": 413,
+                   "insufficient_storage": 507}
 HTTP_CODES = {400: "bad_request", 401: "not_authenticated", 403: "not_permitted", 404: "not_found",
               405: "bad_request", 406: "bad_request", 409: "already_exists", 411: "required_value",
               412: "version_conflict", 413: "payload_too_large", 415: "bad_request", 428: "required_value"}
@@ -79,9 +81,12 @@ def error_response(status: int, code: str, message: str, *, pointer: str | None 
     return json_response(body, status, headers)
 
 
-def from_store_error(error: StoreError) -> ApiError:
-    headers = {"ETag": f'"{error.current}"'} if isinstance(error, VersionConflict) else None
-    return ApiError(STORE_STATUS.get(error.code, 400), error.code, error.message,
+def from_domain_error(error: AgentfolioError) -> ApiError:
+    """The HTTP answer for a domain error: status from its code; a version conflict
+    carries the current version as the ETag so the client can retry."""
+    current = getattr(error, "current", None)
+    headers = {"ETag": f'"{current}"'} if error.code == "version_conflict" and current is not None else None
+    return ApiError(STATUS_FOR_CODE.get(error.code, 400), error.code, error.message,
                     pointer=getattr(error, "pointer", None), problems=getattr(error, "problems", ()),
                     headers=headers)
 
@@ -92,13 +97,9 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(error.status, error.code, error.message, pointer=error.pointer,
                               problems=error.problems, headers=error.headers)
 
-    @app.exception_handler(StoreError)
-    async def _store_error(request: Request, error: StoreError) -> Response:
-        return await _api_error(request, from_store_error(error))
-
-    @app.exception_handler(FormatError)
-    async def _format_error(_: Request, error: FormatError) -> Response:
-        return error_response(400, "invalid_value", error.message, pointer=error.pointer, problems=error.problems)
+    @app.exception_handler(AgentfolioError)
+    async def _domain_error(request: Request, error: AgentfolioError) -> Response:
+        return await _api_error(request, from_domain_error(error))
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, error: RequestValidationError) -> Response:

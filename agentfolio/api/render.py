@@ -9,45 +9,21 @@ from fastapi.responses import Response
 from pydantic import create_model
 from starlette.concurrency import run_in_threadpool
 
-from agentfolio import _json
 from agentfolio.api.auth import current_account
 from agentfolio.api.body import parse_body
 from agentfolio.api.errors import error_responses, success
+from agentfolio.app.documents import DocumentReport, convert_report
 from agentfolio.formats import registry
-from agentfolio.formats.convert import convert
 from agentfolio.store import Account
 
 router = APIRouter(prefix="/api/v1", tags=["render"])
 
 
-def target_formats() -> list[str]:
-    return list(registry.FORMATS)
-
-
-def convert_document(document: Any, *, to: str | None, source_format: str | None = None,
-                     strict: bool = False) -> dict[str, Any]:
-    """Read ``document`` (its format detected unless named), report its validity and,
-    when ``to`` is given, the document converted, with what the conversion could not keep."""
-    module = registry.get(source_format) if source_format else registry.detect(document)
-    result = module.read(document, strict=strict)
-    report: dict[str, Any] = {
-        "from": result.format, "version": result.version, "valid": not result.problems,
-        "problems": [p.to_json() for p in result.problems], "notes": [n.to_json() for n in result.notes],
-        "to": to, "document": None, "losses": [],
-    }
-    if to is not None:
-        # The session already read, with where each record came from, so every loss
-        # points into the posted document.
-        conversion = convert(result.session, to=to, from_=result.format, origin=result.origin)
-        report["document"] = conversion.result
-        report["losses"] = [loss.to_json() for loss in conversion.losses]
-    return report
-
-
-def convert_bytes(data: bytes, to: str) -> bytes:
-    """A stored durable state (bytes) in another format, as JSON bytes."""
-    report = convert_document(_json.loads(data), to=to, source_format="durable-state", strict=False)
-    return _json.dumps(report["document"])
+def render_details(report: DocumentReport) -> dict[str, Any]:
+    """The answer's ``details``: validity, and the converted document with its losses."""
+    return {"from": report.format, "version": report.version, "valid": report.valid,
+            "problems": [p.to_json() for p in report.problems], "notes": [n.to_json() for n in report.notes],
+            "to": report.to, "document": report.document, "losses": [loss.to_json() for loss in report.losses]}
 
 
 RenderDetailsSchema = create_model(
@@ -73,5 +49,5 @@ async def render(
     account: Account = Depends(current_account),
 ) -> Response:
     document = parse_body(await request.body(), max_depth=request.app.state.settings.max_json_depth)
-    report = await run_in_threadpool(convert_document, document, to=to, source_format=source_format, strict=strict)
-    return success(report)
+    report = await run_in_threadpool(convert_report, document, to=to, format_name=source_format, strict=strict)
+    return success(render_details(report))

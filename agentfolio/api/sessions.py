@@ -17,9 +17,10 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field, create_model
 from starlette.concurrency import run_in_threadpool
 
-from agentfolio.api.auth import current_account, get_store
+from agentfolio.api.auth import current_account, get_folio
 from agentfolio.api.body import parse_body
 from agentfolio.api.errors import ApiError, error_responses, success
+from agentfolio.formats import registry
 from agentfolio.store import Account
 from agentfolio.store.sessions import SESSION_ID, SessionInfo
 
@@ -166,8 +167,8 @@ async def create_session(
     if not isinstance(document, dict):
         raise ApiError(400, "invalid_value", "expected a durable state: a JSON object with schemaVersion and data",
                        pointer="")
-    store = get_store(request)
-    created = await run_in_threadpool(store.sessions.create, account, document, session_id=session_id,
+    folio = get_folio(request)
+    created = await run_in_threadpool(folio.sessions.create, account, document, session_id=session_id,
                                       agent=agent, strict=strict)
     info = created.session
     headers = {**_etag(info.version), "Location": f"/api/v1/sessions/{info.id}"}
@@ -187,18 +188,16 @@ async def list_sessions(
     offset: int = Query(0, ge=0, le=10_000_000),
     account: Account = Depends(current_account),
 ) -> Response:
-    store = get_store(request)
-    found = await run_in_threadpool(store.sessions.list, account, agent=agent, since=_parse_time(since, "since"),
+    folio = get_folio(request)
+    found = await run_in_threadpool(folio.sessions.list, account, agent=agent, since=_parse_time(since, "since"),
                                     until=_parse_time(until, "until"), text=q, limit=limit + 1, offset=offset)
     more = len(found) > limit
     return success({"sessions": [_summary(info) for info in found[:limit]],
                     "nextOffset": offset + limit if more else None})
 
 
-class DocumentFormat(str, Enum):
-    durable_state = "durable-state"
-    envelope = "envelope"
-    canonical = "canonical"
+# Every format the registry can write, so the API offers what the CLI and viewer offer.
+DocumentFormat = Enum("DocumentFormat", {name.replace("-", "_"): name for name in registry.names()}, type=str)
 
 
 @router.get("/{session_id}", summary="Get a session's document (durable state by default)",
@@ -209,18 +208,15 @@ class DocumentFormat(str, Enum):
 async def get_session(
     request: Request,
     session_id: str = SessionId,
-    format: DocumentFormat = Query(DocumentFormat.durable_state, description="The format to answer in."),
+    format: DocumentFormat = Query(DocumentFormat("durable-state"),  # type: ignore[call-arg]
+                                   description="The format to answer in; what it cannot hold is counted in "
+                                               "X-Agentfolio-Losses."),
     account: Account = Depends(current_account),
 ) -> Response:
-    store = get_store(request)
-    info, data = await run_in_threadpool(store.sessions.get_bytes, account, session_id)
-    headers = {**_etag(info.version), "X-Agentfolio-Format": format.value}
-    if format is DocumentFormat.durable_state:
-        return Response(data, media_type="application/json", headers=headers)
-    from agentfolio.api.render import convert_bytes
-
-    converted = await run_in_threadpool(convert_bytes, data, format.value)
-    return Response(converted, media_type="application/json", headers=headers)
+    exported = await run_in_threadpool(get_folio(request).sessions.export, account, session_id, format.value)
+    headers = {**_etag(exported.info.version), "X-Agentfolio-Format": exported.format,
+               "X-Agentfolio-Losses": str(len(exported.losses))}
+    return Response(exported.data, media_type="application/json", headers=headers)
 
 
 @router.post("/{session_id}/entries", status_code=201, summary="Append one entry to the history",
@@ -240,8 +236,8 @@ async def append_entry(
     entry = await _read_json(request)
     if not isinstance(entry, dict):
         raise ApiError(400, "invalid_value", "an entry must be a JSON object", pointer="")
-    store = get_store(request)
-    appended = await run_in_threadpool(store.sessions.append, account, session_id, entry,
+    folio = get_folio(request)
+    appended = await run_in_threadpool(folio.sessions.append, account, session_id, entry,
                                        expected_version=expected, strict=strict)
     info = appended.session
     return success({"session": _summary(info), "position": appended.position,
@@ -258,7 +254,7 @@ async def reset_session(
     account: Account = Depends(current_account),
 ) -> Response:
     expected = parse_if_match(if_match, required=False)
-    info = await run_in_threadpool(get_store(request).sessions.reset, account, session_id, expected_version=expected)
+    info = await run_in_threadpool(get_folio(request).sessions.reset, account, session_id, expected_version=expected)
     return success({"session": _summary(info)}, 200, _etag(info.version))
 
 
@@ -272,5 +268,5 @@ async def delete_session(
     account: Account = Depends(current_account),
 ) -> Response:
     expected = parse_if_match(if_match, required=False)
-    await run_in_threadpool(get_store(request).sessions.delete, account, session_id, expected_version=expected)
+    await run_in_threadpool(get_folio(request).sessions.delete, account, session_id, expected_version=expected)
     return success({"id": session_id, "deleted": True})

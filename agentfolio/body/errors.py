@@ -6,9 +6,13 @@ one type, and the CLI can turn any of them into a message instead of a traceback
 
 from __future__ import annotations
 
+from agentfolio.errors import AgentfolioError
 
-class BodyError(ValueError):
+
+class BodyError(AgentfolioError, ValueError):
     """A message body, part, schema or glob broke a rule."""
+
+    code = "invalid_value"
 
 
 class PartError(BodyError):

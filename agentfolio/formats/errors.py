@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from agentfolio.errors import AgentfolioError
+
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -25,8 +27,10 @@ class Problem:
         return {"pointer": self.pointer, "message": self.message}
 
 
-class FormatError(ValueError):
+class FormatError(AgentfolioError, ValueError):
     """A document that cannot be read: says which source, where, and why, in one line."""
+
+    code = "invalid_value"
 
     def __init__(self, message: str, *, source: str | None = None, pointer: str | None = None,
                  problems: Sequence[Problem] = ()) -> None:

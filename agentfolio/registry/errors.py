@@ -8,6 +8,8 @@ The API layer maps ``code`` to an HTTP status; the domain never does HTTP.
 
 from __future__ import annotations
 
+from agentfolio.errors import AgentfolioError
+
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
@@ -27,7 +29,7 @@ class FieldProblem:
         return f"{self.field}: {self.message}" if self.field else self.message
 
 
-class RegistryError(ValueError):
+class RegistryError(AgentfolioError, ValueError):
     """A request the registry refuses.  ``code`` is one of the API's error codes.
 
     ``errors`` maps each field to its message, the shape the Prefactor SDK reads from

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from agentfolio.errors import AgentfolioError
+
 from typing import Sequence
 
 from agentfolio.formats.errors import Problem
 
 
-class StoreError(Exception):
+class StoreError(AgentfolioError):
     code = "bad_request"
 
     def __init__(self, message: str) -> None:

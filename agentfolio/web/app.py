@@ -1,11 +1,11 @@
 """The viewer's pages, as a FastAPI router mounted at ``/`` by ``agentfolio serve``.
 
-``create_web_router(store=..., account=...)``:
+``create_web_router(folio=..., account=...)`` (``folio``: an :class:`agentfolio.app.Agentfolio`):
 
-* ``store=None``: a file viewer only (open a file, traces, agents, compatibility).
-* ``store`` and ``account``: every page shows that account's sessions, no sign-in
+* ``folio=None``: a file viewer only (open a file, traces, agents, compatibility).
+* ``folio`` and ``account``: every page shows that account's sessions, no sign-in
   (``agentfolio serve --demo``, a personal store on 127.0.0.1).
-* ``store`` alone: pages ask for a token (``agentfolio token create``) once and keep it
+* ``folio`` alone: pages ask for a token (``agentfolio token create``) once and keep it
   in an HttpOnly, SameSite=Strict cookie; each account sees only its own sessions.
 
 Pages are server-rendered Jinja2 (``agentfolio/web/templates``) with small vendored
@@ -28,17 +28,20 @@ from importlib import resources
 from typing import Any, Callable, Iterator
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from agentfolio.errors import AgentfolioError
 from agentfolio.formats import durable_state
 from agentfolio.formats.errors import FormatError, Problem
 from agentfolio.formats.jsonio import gc_paused
-from agentfolio.present import html
+from agentfolio.web import html
 from agentfolio.web import agents as agent_views
 from agentfolio.web import registry_data
-from agentfolio.web.documents import Opened, OpenedFiles, open_bytes, schema_version_of
+from agentfolio.app.documents import schema_version_of
+from agentfolio.web.csrf import refuse_cross_site
+from agentfolio.web.documents import Opened, OpenedFiles, open_bytes
 from agentfolio.web.traces import trace_from_document
 
 COOKIE = "agentfolio_token"
@@ -133,7 +136,7 @@ class _Lru:
 
 @dataclass
 class WebViewer:
-    store: Any = None
+    folio: Any = None
     account: Any = None
     prefix: str = ""
     opened: OpenedFiles = field(default_factory=OpenedFiles)
@@ -143,11 +146,11 @@ class WebViewer:
 
     @property
     def needs_sign_in(self) -> bool:
-        return self.store is not None and self.account is None
+        return self.folio is not None and self.account is None
 
     def who(self, request: Request) -> Who | None:
         """The account a request acts as; None when it must sign in first."""
-        if self.store is None:
+        if self.folio is None:
             return Who(None, None)
         if self.account is not None:
             return Who(self.account, self.account.pk)
@@ -155,13 +158,13 @@ class WebViewer:
         header = request.headers.get("authorization", "")
         if not token and header.lower().startswith("bearer "):
             token = header[7:].strip()
-        account = self.store.accounts.authenticate(token) if token else None
+        account = self.folio.accounts.authenticate(token) if token else None
         return Who(account, account.pk) if account is not None else None
 
     # -- responses ------------------------------------------------------------------
 
     def page(self, request: Request, template: str, who: Who | None, status: int = 200, **context: Any) -> Response:
-        body = html.render(template, base=self.prefix, has_store=self.store is not None,
+        body = html.render(template, base=self.prefix, has_store=self.folio is not None,
                            account=who.name if who else None, can_sign_out=self.needs_sign_in,
                            request=request, **context)
         return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
@@ -181,12 +184,12 @@ class WebViewer:
 
     def stored_source(self, who: Who, session_id: str) -> Source:
         """A stored session, read once per version (cached), as a Source."""
-        info = self.store.sessions.info(who.account, session_id)
+        info = self.folio.sessions.info(who.account, session_id)
         key = ("stored", who.owner, session_id, info.version)
         cached = self.sessions.get(key)
         if cached is None:
             with _long_lived():
-                info, data = self.store.sessions.get_bytes(who.account, session_id)
+                info, data = self.folio.sessions.read_bytes(who.account, session_id)
                 result = durable_state.read_bytes(data, strict=False, source=session_id)
                 view = html.session_view(result.session)
             cached = self.sessions.put(key, (view, list(result.problems), info))
@@ -207,25 +210,21 @@ class WebViewer:
         """``file:<token>`` (an opened file), ``instance:<id>`` (a stored trace, as
         ``(title, trace)``) or a stored session id."""
         ref = ref.strip()
-        if ref.startswith("instance:") and registry_data.has_registry(self.store):
-            from agentfolio.store import StoreError
-
+        if ref.startswith("instance:") and registry_data.has_registry(self.folio):
             try:
-                return f"Instance {ref[9:]}", registry_data.instance_trace(self.store, who.account, ref[9:])
-            except StoreError:
+                return f"Instance {ref[9:]}", registry_data.instance_trace(self.folio, who.account, ref[9:])
+            except AgentfolioError:
                 return None
         if ref.startswith("file:"):
             opened = self.opened.get(ref[5:], who.owner)
             if opened is None:
                 return None
             return self.opened_source(opened) if opened.kind == "session" else opened
-        if self.store is None or not ref:
+        if self.folio is None or not ref:
             return None
-        from agentfolio.store import StoreError
-
         try:
             return self.stored_source(who, ref)
-        except StoreError:
+        except AgentfolioError:
             return None
 
 
@@ -262,11 +261,11 @@ def _parse_local_time(value: str | None) -> float | None:
     return moment.timestamp()
 
 
-def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "",
+def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "",
                       opened: OpenedFiles | None = None) -> APIRouter:
     """The viewer's routes; include it in an app (``app.include_router(router)``)."""
-    viewer = WebViewer(store=store, account=account, prefix=prefix.rstrip("/"), opened=opened or OpenedFiles())
-    router = APIRouter(prefix=viewer.prefix, include_in_schema=False)
+    viewer = WebViewer(folio=folio, account=account, prefix=prefix.rstrip("/"), opened=opened or OpenedFiles())
+    router = APIRouter(prefix=viewer.prefix, include_in_schema=False, dependencies=[Depends(refuse_cross_site)])
     for name in ("session.html", "entries_fragment.html", "sessions.html", "trace.html", "agents.html"):
         html.environment().get_template(name)  # compiled now, not on someone's first page
     html.render_markdown("*warm*")
@@ -284,11 +283,9 @@ def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "
             try:
                 return await handler(request, who, *args, **kwargs)
             except Exception as error:  # a page never answers with a traceback or a JSON 500
-                from agentfolio.store import StoreError
-
-                if isinstance(error, StoreError) and error.code == "not_found":
+                if isinstance(error, AgentfolioError) and error.code == "not_found":
                     return viewer.error(request, who, 404, "Not found", error.message)
-                if isinstance(error, (StoreError, FormatError)):
+                if isinstance(error, AgentfolioError):
                     return viewer.error(request, who, 400, "Cannot show this", str(error), _problems_of(error))
                 import logging
 
@@ -327,9 +324,9 @@ def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "
         form = await request.form()
         token = str(form.get("token") or "").strip()
         target = _local(str(form.get("next") or "/"), viewer.prefix)
-        if viewer.store is None:
+        if viewer.folio is None:
             return RedirectResponse(target, status_code=303)
-        account = await run_in_threadpool(viewer.store.accounts.authenticate, token) if token else None
+        account = await run_in_threadpool(viewer.folio.accounts.authenticate, token) if token else None
         if account is None:
             return viewer.page(request, "login.html", None, 401, next=target, nav=None,
                                message="That token is not valid (unknown or revoked).")
@@ -347,7 +344,7 @@ def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "
     @router.get("/")
     @guarded
     async def home(request: Request, who: Who) -> Response:
-        return RedirectResponse(f"{viewer.prefix}/sessions" if viewer.store is not None else f"{viewer.prefix}/open",
+        return RedirectResponse(f"{viewer.prefix}/sessions" if viewer.folio is not None else f"{viewer.prefix}/open",
                                 status_code=303)
 
     # -- stored sessions ------------------------------------------------------------
@@ -356,11 +353,11 @@ def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "
     @guarded
     async def sessions_page(request: Request, who: Who, q: str = "", agent: str = "", since: str = "",
                             until: str = "", offset: int = 0) -> Response:
-        if viewer.store is None:
+        if viewer.folio is None:
             return viewer.error(request, who, 404, "No store", "This viewer has no session store; open a file instead.")
         offset = max(0, min(offset, 10_000_000))
         found = await run_in_threadpool(
-            viewer.store.sessions.list, who.account, agent=agent.strip() or None,
+            viewer.folio.sessions.list, who.account, agent=agent.strip() or None,
             since=_parse_local_time(since), until=_parse_local_time(until), text=q.replace("\x00", "").strip()[:500] or None,
             limit=LIST_PAGE + 1, offset=offset)
         filters = {"q": q, "agent": agent, "since": since, "until": until}
@@ -381,7 +378,7 @@ def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "
     @router.get("/sessions/{session_id}")
     @guarded
     async def session_page(request: Request, who: Who, session_id: str, start: int = 0) -> Response:
-        if viewer.store is None:
+        if viewer.folio is None:
             return viewer.error(request, who, 404, "No store", "This viewer has no session store.")
         source = await run_in_threadpool(viewer.stored_source, who, session_id)
         return viewer.page(request, "session.html", who, conv=source.conversation(start), nav="sessions")
@@ -497,19 +494,19 @@ def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "
     @guarded
     async def traces_page(request: Request, who: Who, agent: str = "", offset: int = 0) -> Response:
         instances, pagination = [], None
-        if registry_data.has_registry(viewer.store):
-            instances, pagination = await run_in_threadpool(registry_data.list_instances, viewer.store, who.account,
+        if registry_data.has_registry(viewer.folio):
+            instances, pagination = await run_in_threadpool(registry_data.list_instances, viewer.folio, who.account,
                                                             agent_id=agent or None, offset=max(0, offset))
         return viewer.page(request, "traces.html", who, nav="traces", traces=viewer.opened.of_kind(who.owner, "trace"),
                            instances=instances, pagination=pagination, agent=agent,
-                           has_registry=registry_data.has_registry(viewer.store))
+                           has_registry=registry_data.has_registry(viewer.folio))
 
     @router.get("/traces/{instance_id}")
     @guarded
     async def trace_page(request: Request, who: Who, instance_id: str) -> Response:
-        if not registry_data.has_registry(viewer.store):
+        if not registry_data.has_registry(viewer.folio):
             return viewer.error(request, who, 404, "No store", "This viewer has no registry store.")
-        trace = await run_in_threadpool(registry_data.instance_trace, viewer.store, who.account, instance_id)
+        trace = await run_in_threadpool(registry_data.instance_trace, viewer.folio, who.account, instance_id)
         return viewer.page(request, "trace.html", who, trace_title=f"Instance {instance_id}", trace=trace,
                            nav="traces")
 
@@ -522,15 +519,15 @@ def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "
     @router.get("/agents/{agent_id}")
     @guarded
     async def agent_page(request: Request, who: Who, agent_id: str) -> Response:
-        if not registry_data.has_registry(viewer.store):
+        if not registry_data.has_registry(viewer.folio):
             return viewer.error(request, who, 404, "No store", "This viewer has no registry store.")
-        overview = await run_in_threadpool(registry_data.agent_overview, viewer.store, who.account, agent_id)
+        overview = await run_in_threadpool(registry_data.agent_overview, viewer.folio, who.account, agent_id)
         return viewer.page(request, "agent.html", who, nav="agents", **overview)
 
     def _agents_context(who: Who) -> dict[str, Any]:
         agents: list[dict[str, Any]] = []
-        if registry_data.has_registry(viewer.store):
-            agents, _ = registry_data.list_agents(viewer.store, who.account)
+        if registry_data.has_registry(viewer.folio):
+            agents, _ = registry_data.list_agents(viewer.folio, who.account)
         return {"versions": viewer.opened.of_kind(who.owner, "schema_version"), "agents": agents,
                 "risk_badges": agent_views.risk_badges}
 
@@ -571,11 +568,11 @@ def create_web_router(*, store: Any = None, account: Any = None, prefix: str = "
                 problems.append(f"{label}: {found.name} is a {found.detected or found.kind}, not a session or a trace")
         choices = [(f"file:{item.token}", f"{item.name} (opened {item.detected})")
                    for item in viewer.opened.of_kind(who.owner, "session", "trace")]
-        if viewer.store is not None:
-            stored = await run_in_threadpool(viewer.store.sessions.list, who.account, limit=50)
+        if viewer.folio is not None:
+            stored = await run_in_threadpool(viewer.folio.sessions.list, who.account, limit=50)
             choices += [(info.id, f"{info.id}" + (f" ({info.agent})" if info.agent else "")) for info in stored]
-        if registry_data.has_registry(viewer.store):
-            recent, _ = await run_in_threadpool(registry_data.list_instances, viewer.store, who.account, page_size=20)
+        if registry_data.has_registry(viewer.folio):
+            recent, _ = await run_in_threadpool(registry_data.list_instances, viewer.folio, who.account, page_size=20)
             choices += [(f"instance:{item['id']}", f"instance {item['id']} ({item['status']})") for item in recent]
         return viewer.page(request, "compare.html", who, nav="compare", sides=sides, problems=problems,
                            a=a, b=b, choices=choices)
@@ -610,10 +607,10 @@ _EXAMPLE_INPUT = """{
 }"""
 
 
-def create_web_app(*, store: Any = None, account: Any = None) -> FastAPI:
+def create_web_app(*, folio: Any = None, account: Any = None) -> FastAPI:
     """The viewer alone, as an app (the file viewer with no store; tests; the benchmark)."""
     app = FastAPI(title="agentfolio viewer", docs_url=None, redoc_url=None, openapi_url=None)
-    router = create_web_router(store=store, account=account)
+    router = create_web_router(folio=folio, account=account)
     app.include_router(router)
     app.state.viewer = router.viewer  # type: ignore[attr-defined]
     return app
@@ -625,12 +622,9 @@ def app_from_env() -> FastAPI:
     import os
 
     if os.environ.get("AGENTFOLIO_VIEWER_STORE") == "1":
-        from agentfolio.settings import Settings
-        from agentfolio.store import Store
+        from agentfolio.app import Agentfolio
 
-        store = Store.open(Settings.from_env())
-        account = store.accounts.ensure(os.environ.get("AGENTFOLIO_VIEWER_ACCOUNT", "default"))
-        return create_web_app(store=store, account=account)
+        folio = Agentfolio.open()
+        account = folio.accounts.ensure(os.environ.get("AGENTFOLIO_VIEWER_ACCOUNT", "default"))
+        return create_web_app(folio=folio, account=account)
     return create_web_app()
-
-

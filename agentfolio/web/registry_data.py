@@ -1,6 +1,6 @@
 """The viewer's reads of the stored registry: agents, instances and their spans.
 
-Everything goes through ``store.registry.execute`` (the same operations the Prefactor
+Everything goes through ``folio.store.registry.execute`` (the same operations the Prefactor
 API answers with), as the signed-in account, so the viewer sees exactly what the API
 would show that account and never reaches around it.
 """
@@ -24,7 +24,7 @@ def _principal(account: Any) -> Any:
 
 
 def _run(store: Any, account: Any, operation: str, fields: dict[str, Any]) -> dict[str, Any]:
-    outcome = store.registry.execute(_principal(account), operation, fields)
+    outcome = store.store.registry.execute(_principal(account), operation, fields)
     if outcome.status == 404:
         raise NotFound(outcome.body.get("message", "not found"))
     if outcome.status != 200:
@@ -33,7 +33,7 @@ def _run(store: Any, account: Any, operation: str, fields: dict[str, Any]) -> di
 
 
 def has_registry(store: Any) -> bool:
-    return store is not None and getattr(store, "registry", None) is not None
+    return store is not None and getattr(store.store, "registry", None) is not None
 
 
 def list_agents(store: Any, account: Any, *, offset: int = 0, page_size: int = 50) -> tuple[list[dict[str, Any]], Any]:
@@ -42,7 +42,7 @@ def list_agents(store: Any, account: Any, *, offset: int = 0, page_size: int = 5
     agents = body["summaries"]
     for agent in agents:
         try:
-            agent["risk"] = store.registry.agent_risk(_principal(account), agent["id"])["rollup"]
+            agent["risk"] = store.store.registry.agent_risk(_principal(account), agent["id"])["rollup"]
         except StoreError:
             agent["risk"] = None
     return agents, body["pagination"]
@@ -83,8 +83,8 @@ def instance_trace(store: Any, account: Any, instance_id: str) -> Trace:
 def agent_overview(store: Any, account: Any, agent_id: str) -> dict[str, Any]:
     """An agent, its risk roll-up (all versions) and each schema version as a view."""
     agent = _run(store, account, "agents/show", {"agent_id": agent_id, "include_counts": True})["details"]
-    report = store.registry.agent_risk(_principal(account), agent["id"])
-    profile = store.registry.risk_profile(account)
+    report = store.store.registry.agent_risk(_principal(account), agent["id"])
+    profile = store.store.registry.risk_profile(account)
     versions: list[tuple[dict[str, Any], SchemaVersionView]] = []
     for entry in reversed(report["schema_versions"]):
         details = _run(store, account, "agent_schema_versions/get", {"agent_schema_version_id": entry["id"]})["details"]

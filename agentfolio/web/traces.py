@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentfolio.present.html import parse_moment
+from agentfolio.web.html import parse_moment
 from agentfolio.registry.risk import InstanceScore, score_instance
 from agentfolio.registry.spans import CompiledSchemaVersion, SpanValidation, validate_without_version
 
@@ -176,7 +176,7 @@ def build_trace(spans: list[dict[str, Any]], *, schema_version: dict[str, Any] |
 
 
 def trace_from_document(document: Any) -> Trace:
-    from agentfolio.web.documents import schema_version_of, span_list
+    from agentfolio.app.documents import schema_version_of, span_list
 
     spans = span_list(document) or []
     schema_version = None

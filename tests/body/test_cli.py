@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentfolio.body import MessageBody, MessageBodySchema
-from agentfolio.body.cli import body_app
+from agentfolio.cli.body import body_app
 from agentfolio.body.examples import EXAMPLES, body_path, load_body, load_schema, schema_path
 
 runner = CliRunner()
@@ -113,10 +113,10 @@ def test_ls_lists_parts_and_filters_by_glob() -> None:
 def test_real_subprocess_entry_point(tmp_path: Path) -> None:
     schema = write(tmp_path, "s.json", MessageBodySchema.parse({"parts": [{"content_type": "text/plain"}]}).to_dict())
     body = write(tmp_path, "b.json", {"parts": [{"content_type": "image/png"}]})
-    proc = subprocess.run([sys.executable, "-m", "agentfolio.body.cli", "validate", "--schema", schema, body],
+    proc = subprocess.run([sys.executable, "-m", "agentfolio.cli", "body", "validate", "--schema", schema, body],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "matches no schema part" in proc.stdout
-    proc = subprocess.run([sys.executable, "-m", "agentfolio.body.cli", "compat", "x"],
+    proc = subprocess.run([sys.executable, "-m", "agentfolio.cli", "body", "compat", "x"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -13,7 +13,7 @@ from rich.console import Console
 from agentfolio.formats import envelope
 from agentfolio.formats.jsonio import load_json_file
 from agentfolio.present import rules
-from agentfolio.present.terminal import render_session
+from agentfolio.cli.terminal import render_session
 
 ROOT = Path(__file__).resolve().parents[2]
 GALLERY = ROOT / "tests" / "fixtures" / "envelope" / "gallery.json"

@@ -15,17 +15,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import uvicorn  # noqa: E402
 
-from agentfolio.api.app import create_app  # noqa: E402
+from agentfolio.app import Agentfolio  # noqa: E402
+from agentfolio.app.demo import load_registry_demo  # noqa: E402
+from agentfolio.samples import showcase as samples  # noqa: E402
+from agentfolio.server import create_server  # noqa: E402
 from agentfolio.settings import Settings  # noqa: E402
-from agentfolio.store import Store  # noqa: E402
-from agentfolio.web import samples  # noqa: E402
+from tests.web.xss import xss_session  # noqa: E402
 
 
-def build(data_dir: Path, long_messages: int = 0, many: int = 0) -> tuple[object, Store]:
+def build(data_dir: Path, long_messages: int = 0, many: int = 0) -> tuple[object, Agentfolio]:
     settings = Settings.from_env({}).with_(data_dir=data_dir, session_ttl=0)
-    store = Store.open(settings)
-    account = store.accounts.ensure("demo")
-    sessions = store.sessions
+    folio = Agentfolio.open(settings)
+    account = folio.accounts.ensure("demo")
+    sessions = folio.sessions
     for number in range(many):
         sessions.create(account, samples.durable_session(2, seed=100 + number), session_id=f"bulk-{number:03d}",
                         agent="Bulk")
@@ -33,15 +35,15 @@ def build(data_dir: Path, long_messages: int = 0, many: int = 0) -> tuple[object
     sessions.create(account, samples.durable_session(12, seed=2), session_id="weather-12", agent="Breeze")
     sessions.create(account, samples.showcase_session()["session"], session_id="showcase", agent="Atlas",
                     strict=False)
-    sessions.create(account, samples.xss_session()["session"], session_id="xss", agent="Mallory", strict=False)
+    sessions.create(account, xss_session()["session"], session_id="xss", agent="Mallory", strict=False)
     if long_messages:
         sessions.create(account, samples.durable_session(long_messages, seed=3), session_id="long",
                         agent="Atlas")
-    instances = samples.load_registry_demo(store, account)
+    instances = load_registry_demo(folio, account)
     (data_dir / "instances.txt").write_text("\n".join(instances))
     # As `agentfolio serve --demo` builds it: the API, and the viewer at / as the demo account.
-    app = create_app(settings, store=store, viewer_account=account)
-    return app, store
+    app = create_server(settings, folio=folio, viewer_account=account)
+    return app, folio
 
 
 def main() -> None:

@@ -17,7 +17,8 @@ from typing import Any
 import orjson
 import pytest
 
-from agentfolio.web import samples
+from agentfolio.samples import showcase as samples
+from tests.web.xss import xss_session
 
 def open_file(page: Any, name: str, document: Any, via: str = "/open") -> str:
     """Pick a file on an "open" page as a user does; returns the page it lands on."""
@@ -454,7 +455,7 @@ def test_script_payloads_in_every_text_field_render_as_text(page: Any, server: s
     if where == "stored":
         visit(page, "/sessions/xss")
     elif where == "opened":
-        open_file(page, "xss.json", samples.xss_session())
+        open_file(page, "xss.json", xss_session())
     else:
         document = page.request.get(f"{server}/sessions/xss/export.html").text()
         path = Path(tempfile.mkdtemp(prefix="agentfolio-xss-")) / "xss.html"

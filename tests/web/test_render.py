@@ -14,10 +14,11 @@ from fastapi.testclient import TestClient
 from agentfolio.formats import canonical
 from agentfolio.model import TextContent
 from agentfolio.model.contents import Presentation
-from agentfolio.present import html, rules
-from agentfolio.web import samples
+from agentfolio.present import rules
+from agentfolio.web import html
+from agentfolio.samples import showcase as samples
 from agentfolio.web.app import create_web_app
-from agentfolio.web.documents import detect
+from agentfolio.app.documents import identify
 from agentfolio.web.traces import PARENT_MISSING, build_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -66,7 +67,7 @@ def test_markdown_is_rendered_and_sanitized():
 
 def test_files_are_recognised_by_kind():
     def kind(document):
-        return detect(document, name="f.json", size=1, owner=None)
+        return identify(document, name="f.json", size=1)
 
     assert kind(samples.showcase_session()).kind == "session"
     assert kind(samples.durable_session(4)).detected == "durable-state"

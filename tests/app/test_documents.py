@@ -1,4 +1,4 @@
-"""``convert_document``, the work behind ``/api/v1/render``: losses point into what was posted."""
+"""Documents not stored: one report for validity and conversion; losses point into the source."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ from pathlib import Path
 
 import orjson
 
-from agentfolio.api.render import convert_document
+from agentfolio.app.documents import convert_report
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def test_losses_point_into_the_posted_envelope() -> None:
     envelope = orjson.loads((FIXTURES / "envelope" / "gallery.json").read_bytes())
-    report = convert_document(envelope, to="durable-state")
+    report = convert_report(envelope, to="durable-state").to_json()
     assert report["from"] == "envelope" and report["valid"] is True
     assert report["document"]["schemaVersion"]
     assert report["losses"], "an envelope's presentation cannot all survive durable state"
@@ -23,5 +23,5 @@ def test_losses_point_into_the_posted_envelope() -> None:
 def test_same_format_is_lossless() -> None:
     sample = Path(__file__).resolve().parents[2] / "agentfolio" / "samples" / "durable-agent-state.sample.json"
     document = orjson.loads(sample.read_bytes())
-    report = convert_document(document, to="durable-state")
+    report = convert_report(document, to="durable-state").to_json()
     assert report["losses"] == [] and report["document"] == document

@@ -9,29 +9,42 @@ token AGENT`` makes a deployment-scoped bearer token for one agent.
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import orjson
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from agentfolio import _json
-from agentfolio.api.commands import AccountOption, _fail, _open_store
-from agentfolio.store.registry import OpError, Principal
+from agentfolio.cli.output import AccountOption, Safe, clean, fail, open_folio
+from agentfolio.cli.output import stderr as _stderr
+from agentfolio.cli.output import stdout as _stdout
+
+if TYPE_CHECKING:
+    from agentfolio.store.registry import Principal
+
+__all__ = ["register"]
 
 agents_app = typer.Typer(name="agents", help="Agents of the registry: list them, their risk, deployment tokens.",
                          no_args_is_help=True)
-stdout = Console(soft_wrap=False)
-stderr = Console(stderr=True, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(agents_app, name="agents")
+
+
+def _open_store() -> Any:
+    return open_folio().store
+
+
 SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "info": "dim"}
 
 
 def _principal(store: Any, account: str) -> Principal:
+    from agentfolio.store.registry import Principal
+
     found = store.accounts.get(account)
     if found is None:
-        _fail(f"no account named {account!r} (create one with: agentfolio token create --account {account})")
+        fail(f"no account named {account!r} (create one with: agentfolio token create --account {account})")
     return Principal(found)
 
 
@@ -48,11 +61,13 @@ def list_command(
         outcome = store.registry.execute(principal, "agents/list", {"pagination[page_size]": str(limit),
                                                                     "sorting": "-id"})
         if outcome.status != 200:
-            _fail(outcome.body.get("message", "listing failed"))
+            fail(outcome.body.get("message", "listing failed"))
         agents = outcome.body["summaries"]
         if as_json:
             sys.stdout.write(_json.dumps(outcome.body, option=orjson.OPT_INDENT_2).decode() + "\n")
             return
+        from rich.table import Table
+
         table = Table(box=None, highlight=False)
         table.add_column("id", no_wrap=True, min_width=32)  # whole ids, even when piped
         for column in ("name", "external id", "status", "instances"):
@@ -61,12 +76,12 @@ def list_command(
         for agent in agents:
             counts = store.registry.execute(principal, "agents/get", {"agent_id": agent["id"]}).body
             total = counts.get("details", {}).get("instance_counts", {}).get("total", 0)
-            table.add_row(agent["id"], escape(agent["name"]), escape(agent["external_identifier"] or ""),
+            table.add_row(agent["id"], clean(agent["name"]), clean(agent["external_identifier"] or ""),
                           agent["status"], str(total), agent["updated_at"])
         if agents:
-            stdout.print(table)
+            _stdout().print(Safe(table))
         else:
-            stdout.print("no agents yet (create one with POST /api/v1/agent)", highlight=False)
+            _stdout().print("no agents yet (create one with POST /api/v1/agent)", highlight=False)
     finally:
         store.close()
 
@@ -78,13 +93,15 @@ def risk_command(
     as_json: bool = typer.Option(False, "--json", help="Print the roll-up as JSON."),
 ) -> None:
     """Risk roll-up of an agent and of each of its schema versions: actions, data, flags."""
+    from agentfolio.store.registry import OpError as AgentfolioError
+
     store = _open_store()
     try:
         principal = _principal(store, account)
         try:
             report = store.registry.agent_risk(principal, agent)
-        except OpError as error:
-            _fail(error.message)
+        except AgentfolioError as error:
+            fail(error.message)
         if as_json:
             sys.stdout.write(_json.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
             return
@@ -94,41 +111,43 @@ def risk_command(
 
 
 def _print_report(report: dict[str, Any]) -> None:
-    name = escape(report["name"])
-    stdout.print(f"[bold]{name}[/] {report['agent_id']} — risk profile {escape(report['risk_profile'])}",
+    name = clean(report["name"])
+    _stdout().print(f"[bold]{name}[/] {report['agent_id']} — risk profile {clean(report['risk_profile'])}",
                  highlight=False)
     _print_rollup("agent (all schema versions)", report["rollup"])
     for version in report["schema_versions"]:
         label = f"schema version {version['id']}"
         if version["external_identifier"]:
-            label += f" ({escape(version['external_identifier'])})"
+            label += f" ({clean(version['external_identifier'])})"
         if version["current"]:
             label += " [current]"
         _print_rollup(label, version["rollup"])
+        from rich.table import Table
+
         table = Table("span type", "score", "level", "terms", box=None, highlight=False)
         for score in version["span_types"]:
             terms = ", ".join(f"{t['category']}×{t['action']}={t['points']}" for t in score["terms"]) or "-"
-            table.add_row(escape(score["span_type"]), str(score["risk_score"]), score["risk_level"], escape(terms))
-        stdout.print(table)
+            table.add_row(clean(score["span_type"]), str(score["risk_score"]), score["risk_level"], clean(terms))
+        _stdout().print(Safe(table))
 
 
 def _print_rollup(label: str, rollup: dict[str, Any]) -> None:
-    stdout.print(f"\n[bold]{escape(label)}[/]", highlight=False)
+    _stdout().print(f"\n[bold]{clean(label)}[/]", highlight=False)
     actions = rollup.get("action_profile") or {}
     allowed = [name for name, value in actions.items() if value == "allowed"]
-    stdout.print(f"  actions allowed: {', '.join(allowed) or 'none declared'}", highlight=False)
+    _stdout().print(f"  actions allowed: {', '.join(allowed) or 'none declared'}", highlight=False)
     categories = rollup.get("data_categories") or rollup.get("params_data_categories") or {}
     included = [name for name, value in categories.items() if value == "included"]
-    stdout.print(f"  data included:   {', '.join(included) or 'none declared'}", highlight=False)
+    _stdout().print(f"  data included:   {', '.join(included) or 'none declared'}", highlight=False)
     if rollup.get("classification"):
-        stdout.print(f"  classification:  {rollup['classification']}", highlight=False)
+        _stdout().print(f"  classification:  {rollup['classification']}", highlight=False)
     flags = rollup.get("flags") or []
     if not flags:
-        stdout.print("  flags: none", highlight=False)
+        _stdout().print("  flags: none", highlight=False)
     for flag in flags:
         style = SEVERITY_STYLE.get(flag.get("severity", ""), "")
-        stdout.print(f"  [{style}]{flag.get('severity')}[/] {escape(flag.get('code', ''))}: "
-                     f"{escape(flag.get('explanation') or flag.get('message') or '')}", highlight=False)
+        _stdout().print(f"  [{style}]{flag.get('severity')}[/] {clean(flag.get('code', ''))}: "
+                     f"{clean(flag.get('explanation') or flag.get('message') or '')}", highlight=False)
 
 
 @agents_app.command("token")
@@ -139,16 +158,18 @@ def token_command(
     label: Optional[str] = typer.Option(None, "--label", help="A note to tell tokens apart."),
 ) -> None:
     """Create a deployment-scoped token: the SDK then omits agent_id and environment_id."""
+    from agentfolio.store.registry import OpError as AgentfolioError
+
     store = _open_store()
     try:
         principal = _principal(store, account)
         try:
             token, where = store.registry.create_deployment_token(principal.account, agent, environment=environment,
                                                                   label=label)
-        except OpError as error:
-            _fail(error.message)
+        except AgentfolioError as error:
+            fail(error.message)
     finally:
         store.close()
     sys.stdout.write(token + "\n")
-    stderr.print(f"deployment token for agent {where['agent_id']} in environment {where['environment_id']}: "
+    _stderr().print(f"deployment token for agent {where['agent_id']} in environment {where['environment_id']}: "
                  "keep it, it is not shown again", highlight=False)

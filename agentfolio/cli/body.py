@@ -9,16 +9,17 @@ bundled example: ``example:chat``, ``example:researcher``, ...
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import orjson
 import typer
 
 from agentfolio import _json
-from .body import MessageBody
-from .errors import BodyError
-from .examples import EXAMPLES, load_schema
-from .schema import MessageBodySchema
+from agentfolio.cli.output import clean, fail
+
+if TYPE_CHECKING:
+    from agentfolio.body.body import MessageBody
+    from agentfolio.body.schema import MessageBodySchema
 
 body_app = typer.Typer(
     name="body",
@@ -32,12 +33,17 @@ DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 MaxBytes = typer.Option(DEFAULT_MAX_BYTES, "--max-bytes", help="Refuse files larger than this many bytes.")
 
 
+def register(app: typer.Typer) -> None:
+    app.add_typer(body_app, name="body")
+
+
 def _fail(message: str, code: int) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
+    fail(message, code)
 
 
 def _read_json(path: Path, max_bytes: int) -> object:
+    from agentfolio.body.errors import BodyError
+
     try:
         size = path.stat().st_size
         if size > max_bytes:
@@ -53,6 +59,10 @@ def _read_json(path: Path, max_bytes: int) -> object:
 
 def _schema(arg: str, max_bytes: int) -> MessageBodySchema:
     """Schemas are parameters, so anything wrong with one is a usage error (2)."""
+    from agentfolio.body.errors import BodyError
+    from agentfolio.body.examples import load_schema
+    from agentfolio.body.schema import MessageBodySchema
+
     try:
         if arg.startswith("example:"):
             return load_schema(arg.removeprefix("example:"))
@@ -66,6 +76,9 @@ def _schema(arg: str, max_bytes: int) -> MessageBodySchema:
 
 def _body(path: Path, max_bytes: int) -> MessageBody:
     """A body is the data under test, so a malformed one is 'invalid' (1)."""
+    from agentfolio.body.body import MessageBody
+    from agentfolio.body.errors import BodyError
+
     try:
         return MessageBody.parse(_read_json(path, max_bytes))
     except BodyError as exc:
@@ -99,7 +112,9 @@ def compat(
 ) -> None:
     """Is every body valid under OUTPUT also valid under INPUT? Exit 0 yes, 1 no (with a
     counter-example). Without arguments, print the matrix of the bundled example agents."""
-    from .compat import is_compatible
+    from agentfolio.body.errors import BodyError
+
+    from agentfolio.body.compat import is_compatible
 
     if output_schema is None and input_schema is None:
         _matrix()
@@ -118,7 +133,9 @@ def compat(
 
 
 def _matrix() -> None:
-    from .compat import is_compatible
+    from agentfolio.body.examples import EXAMPLES, load_schema
+
+    from agentfolio.body.compat import is_compatible
 
     schemas = {name: load_schema(name) for name in EXAMPLES}
     width = max(len(n) for n in EXAMPLES)
@@ -147,7 +164,9 @@ def ls(
 ) -> None:
     """List a body's parts (index, name, content type, size or URL), optionally only the
     named parts matching a glob."""
-    from .globs import name_glob
+    from agentfolio.body.errors import BodyError
+
+    from agentfolio.body.globs import name_glob
 
     if pattern is not None:
         try:
@@ -163,7 +182,7 @@ def ls(
             where = part.content_url if len(part.content_url) <= 60 else part.content_url[:57] + "..."
         else:
             where = f"{len(part.data())} bytes"
-        typer.echo(f"{index[id(part)]:>4}  {name}  {part.content_type}  {where}")
+        typer.echo(clean(f"{index[id(part)]:>4}  {name}  {part.content_type}  {where}", markup=False))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agentfolio import _json
+from agentfolio.cli.output import Safe
 from agentfolio.model import (
     DataContent,
     ErrorContent,
@@ -88,7 +89,8 @@ def render_session(session: Session, *, title: str | None = None, expand: bool =
 
 def print_session(session: Session, *, console: Console | None = None, title: str | None = None,
                   expand: bool = False) -> None:
-    (console or Console()).print(render_session(session, title=title, expand=expand))
+    # Everything in a session was written by someone else: no escape sequence reaches the terminal.
+    (console or Console()).print(Safe(render_session(session, title=title, expand=expand)))
 
 
 def _entry_rule(index: int, entry: Any) -> Rule:

@@ -1,0 +1,64 @@
+"""The use cases every front end shares: the CLI, the HTTP API and the viewer call this
+layer (and the pure domain below it), never the store directly.
+
+``Agentfolio.open(settings)`` opens the store the settings name and gives each area a
+service: :attr:`Agentfolio.sessions` (store, read, export in any format, append...),
+:attr:`Agentfolio.accounts` (accounts and tokens). Documents that are not stored are
+handled by the functions in :mod:`agentfolio.app.documents`; importing files by
+:mod:`agentfolio.app.imports`; the demo by :mod:`agentfolio.app.demo`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentfolio.settings import Settings
+
+if TYPE_CHECKING:
+    from agentfolio.app.accounts import AccountService
+    from agentfolio.app.sessions import SessionService
+    from agentfolio.store import Account, Store
+
+__all__ = ["DEFAULT_ACCOUNT", "Agentfolio"]
+
+#: The account every command works as unless told otherwise.
+DEFAULT_ACCOUNT = "default"
+
+
+class Agentfolio:
+    """One store and the services over it. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, store: Store, *, owned: bool = True) -> None:
+        from agentfolio.app.accounts import AccountService
+        from agentfolio.app.sessions import SessionService
+
+        self.store = store
+        self.settings: Settings = store.settings
+        self.accounts: AccountService = AccountService(store)
+        self.sessions: SessionService = SessionService(store)
+        self._owned = owned
+
+    @classmethod
+    def open(cls, settings: Settings | None = None) -> Agentfolio:
+        from agentfolio.store import Store
+
+        return cls(Store.open(settings or Settings.from_env()))
+
+    def close(self) -> None:
+        if self._owned:
+            self.store.close()
+
+    def __enter__(self) -> Agentfolio:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def __getattr__(name: str) -> Any:
+    # ``from agentfolio.app import Account`` without importing the store at start-up.
+    if name == "Account":
+        from agentfolio.store import Account
+
+        return Account
+    raise AttributeError(name)

@@ -1,0 +1,78 @@
+"""Stored sessions: durable agent state, one account's own, exported in any format."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+
+from agentfolio import _json
+from agentfolio.formats import durable_state
+from agentfolio.formats.convert import convert
+
+if TYPE_CHECKING:
+    from agentfolio.formats.losses import Loss
+    from agentfolio.store import Account, Appended, Created, SessionInfo, Store
+
+__all__ = ["Exported", "SessionService"]
+
+
+@dataclass
+class Exported:
+    """A stored session in some format: ``data`` is JSON bytes (the stored bytes exactly,
+    for durable state); ``losses`` is what the format could not hold."""
+
+    info: SessionInfo
+    data: bytes
+    format: str
+    losses: list[Loss] = field(default_factory=list)
+
+
+class SessionService:
+    def __init__(self, store: Store) -> None:
+        self._sessions = store.sessions
+
+    def create(self, account: Account, document: Any, *, session_id: str | None = None, agent: str | None = None,
+               source_hash: str | None = None, strict: bool = True) -> Created:
+        return self._sessions.create(account, document, session_id=session_id, agent=agent,
+                                     source_hash=source_hash, strict=strict)
+
+    def info(self, account: Account, session_id: str) -> SessionInfo:
+        return self._sessions.info(account, session_id)
+
+    def read_bytes(self, account: Account, session_id: str) -> tuple[SessionInfo, bytes]:
+        """The durable state exactly as stored, and its info."""
+        return self._sessions.get_bytes(account, session_id)
+
+    def export(self, account: Account, session_id: str, format_name: str = durable_state.FORMAT.name) -> Exported:
+        """The session written in ``format_name`` (any format the registry can write)."""
+        info, data = self._sessions.get_bytes(account, session_id)
+        if format_name == durable_state.FORMAT.name:
+            return Exported(info, data, format_name)
+        conversion = convert(_json.loads(data), to=format_name, from_=durable_state.FORMAT.name, strict_read=False)
+        return Exported(info, _json.dumps(conversion.result), format_name, conversion.losses)
+
+    def append(self, account: Account, session_id: str, entry: Any, *, expected_version: int | None,
+               strict: bool = True) -> Appended:
+        return self._sessions.append(account, session_id, entry, expected_version=expected_version, strict=strict)
+
+    def reset(self, account: Account, session_id: str, *, expected_version: int | None = None) -> SessionInfo:
+        return self._sessions.reset(account, session_id, expected_version=expected_version)
+
+    def delete(self, account: Account, session_id: str, *, expected_version: int | None = None) -> None:
+        self._sessions.delete(account, session_id, expected_version=expected_version)
+
+    def list(self, account: Account, *, agent: str | None = None, since: float | None = None,
+             until: float | None = None, text: str | None = None, limit: int = 50,
+             offset: int = 0) -> list[SessionInfo]:
+        """One account's sessions, newest-written first."""
+        return self._sessions.list(account, agent=agent, since=since, until=until, text=text, limit=limit,
+                                   offset=offset)
+
+    def find_imported(self, account: Account, source_hash: str) -> str | None:
+        """The id of the session imported from a file with this SHA-256, if any."""
+        return self._sessions.exists_source(account, source_hash)
+
+    def expire(self) -> int:
+        """Remove sessions idle for longer than the configured TTL; how many were removed."""
+        return self._sessions.expire()

@@ -1,0 +1,36 @@
+"""The ``agentfolio`` command: one module per command group, one convention for output and
+errors (:mod:`agentfolio.cli.output`).
+
+Start-up matters for a command line (a pre-commit hook validates one file per process):
+command modules import the store, the server and the formats' heavier parts inside the
+commands that need them, never at module level.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from agentfolio.cli import agents, body, documents, serve, sessions, tokens
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="agentfolio",
+    help="Validate, convert, store and show the records AI agents leave behind.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+for group in (documents, sessions, tokens, agents, body, serve):
+    group.register(app)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)

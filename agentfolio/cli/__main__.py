@@ -1,0 +1,3 @@
+from agentfolio.cli import main
+
+main()

@@ -1,0 +1,70 @@
+"""``serve``: the HTTP API and the viewer (``--demo``: a throw-away store with samples)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import typer
+
+from agentfolio.cli.output import EXIT_USAGE, fail, stdout
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve_command)
+
+
+def serve_command(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    port: int = typer.Option(8000, "--port", help="Port to listen on."),
+    demo: bool = typer.Option(False, "--demo", help="A throw-away store with a demo account and sample sessions."),
+) -> None:
+    """Run the viewer at / and the HTTP API at /api/v1 (OpenAPI at /docs and /openapi.json)."""
+    import uvicorn
+
+    from agentfolio.app import Agentfolio
+    from agentfolio.app.demo import load_demo
+    from agentfolio.server import create_server
+    from agentfolio.settings import Settings, SettingsError
+
+    try:
+        settings = Settings.from_env()
+    except SettingsError as error:
+        fail(str(error), EXIT_USAGE)
+    temporary = None
+    if demo:
+        temporary = tempfile.TemporaryDirectory(prefix="agentfolio-demo-")
+        settings = settings.with_(data_dir=Path(temporary.name), database_url=None, blob_url=None)
+    try:
+        folio = Agentfolio.open(settings)
+    except Exception as error:  # a database that cannot be reached or opened
+        fail(f"cannot open the store: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
+    base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+    account = None
+    try:
+        if demo:
+            token, account = folio.accounts.create_token("demo", label="demo")
+            loaded = load_demo(folio, account)
+            out = stdout()
+            out.print(f"agentfolio demo: {loaded} sample session(s) in a throw-away store")
+            out.print(f"  viewer: {base}/")
+            out.print(f"  API:   {base}/api/v1/sessions")
+            out.print(f"  docs:  {base}/docs")
+            out.print(f"  token: {token}")
+            out.print(f'  try:   curl -H "Authorization: Bearer {token}" {base}/api/v1/sessions', soft_wrap=True)
+        else:
+            stdout().print(f"agentfolio viewer on {base}/ (sign in with a token), API on {base}/api/v1 "
+                           f"(docs at {base}/docs); tokens: agentfolio token create --account NAME")
+        sys.stdout.flush()
+        server = create_server(settings, folio=folio, viewer_account=account)
+        # A request still running must not hold the server past a few seconds after SIGTERM.
+        uvicorn.run(server, host=host, port=port, log_level=os.environ.get("AGENTFOLIO_LOG_LEVEL", "info"),
+                    timeout_graceful_shutdown=10)
+    finally:
+        folio.close()
+        if temporary is not None:
+            temporary.cleanup()

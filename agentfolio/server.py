@@ -1,0 +1,80 @@
+"""The server ``agentfolio serve`` runs: the HTTP API under ``/api/v1`` and the viewer at
+``/``, over one :class:`agentfolio.app.Agentfolio`, with the background work a server owns
+(expiring idle sessions).
+
+``create_server(settings)`` builds it; ``uvicorn --factory agentfolio.server:app_from_env``
+serves it from the environment's settings. The API and the viewer never import each other:
+this module is where they meet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+
+from agentfolio.api.app import API_DESCRIPTION, API_VERSION, install_api
+from agentfolio.app import Agentfolio
+from agentfolio.settings import Settings
+
+__all__ = ["app_from_env", "create_server"]
+
+log = logging.getLogger("agentfolio.server")
+
+
+def create_server(settings: Settings | None = None, *, folio: Agentfolio | None = None, viewer: bool = True,
+                  viewer_account: Any = None) -> FastAPI:
+    """``folio``: serve this application (else one is opened from ``settings`` and closed
+    on shutdown). ``viewer``: mount the web viewer at ``/``; with ``viewer_account`` it
+    shows that account without asking for a token (the demo)."""
+    owned = folio is None
+    if folio is None:
+        folio = Agentfolio.open(settings or Settings.from_env())
+    settings = folio.settings
+    application = folio
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        task = asyncio.create_task(_expire_forever(application)) if settings.session_ttl > 0 else None
+        try:
+            yield
+        finally:
+            if task:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            if owned:
+                application.close()
+
+    app = FastAPI(title="agentfolio", version=API_VERSION, lifespan=lifespan, description=API_DESCRIPTION)
+    app.state.folio = folio
+    app.state.store = folio.store
+    app.state.settings = settings
+    install_api(app, max_body_bytes=settings.max_body_bytes)
+    if viewer:
+        from agentfolio.web.app import create_web_router
+
+        app.include_router(create_web_router(folio=folio, account=viewer_account))
+    return app
+
+
+async def _expire_forever(folio: Agentfolio) -> None:
+    interval = max(1.0, min(3600.0, folio.settings.session_ttl / 10))
+    while True:
+        try:
+            removed = await run_in_threadpool(folio.sessions.expire)
+            if removed:
+                log.info("expired %d idle session(s)", removed)
+        except Exception:  # keep serving; the next round retries
+            log.exception("expiring idle sessions failed")
+        await asyncio.sleep(interval)
+
+
+def app_from_env() -> FastAPI:
+    """For ``uvicorn --factory agentfolio.server:app_from_env``."""
+    return create_server(Settings.from_env())

@@ -1,0 +1,58 @@
+"""The architecture holds: import contracts, the generated dependency table, and what a
+file command may import at start-up."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "agentfolio" / "samples" / "durable-agent-state.sample.json"
+
+# What a command that only reads a file must not pay for at start-up.
+HEAVY = ("fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic", "psycopg", "boto3", "playwright",
+         "jinja2", "anthropic", "openai", "google.genai", "langchain_core", "agentfolio.store", "agentfolio.server")
+
+
+def test_import_contracts_hold() -> None:
+    from importlinter.cli import lint_imports
+
+    assert lint_imports(config_filename=str(ROOT / "pyproject.toml")) == 0, "run `lint-imports` for details"
+
+
+def test_the_dependency_table_in_the_docs_is_current() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import architecture
+    finally:
+        sys.path.pop(0)
+    document = architecture.DOC.read_text(encoding="utf-8")
+    assert architecture.document_with(document, architecture.table()) == document, (
+        "docs/architecture.md is stale: run python scripts/architecture.py --write")
+
+
+PROBE = """
+import json, sys
+from agentfolio.cli import main
+sys.argv = ["agentfolio", *ARGS]
+try:
+    main()
+except SystemExit:
+    pass
+sys.stderr.write("\\nMODULES=" + json.dumps(sorted(sys.modules)) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("args", [["validate", str(SAMPLE)], ["show", str(SAMPLE)],
+                                  ["convert", str(SAMPLE), "--to", "envelope"], ["--help"]])
+def test_file_commands_import_nothing_heavy(args: list[str]) -> None:
+    probe = PROBE.replace("ARGS", json.dumps(args).strip("[]"))
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    modules = json.loads(done.stderr.rsplit("MODULES=", 1)[1])
+    loaded = sorted({heavy for heavy in HEAVY for module in modules
+                     if module == heavy or module.startswith(heavy + ".")})
+    assert loaded == [], f"`agentfolio {args[0]}` imported {loaded}"
