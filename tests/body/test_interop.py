@@ -16,9 +16,10 @@ from agentfolio.body.interop import (
     to_acp_parts,
 )
 
-acp = pytest.importorskip("acp_sdk.models")
-a2a_types = pytest.importorskip("a2a.types")
-a2a_v03 = pytest.importorskip("a2a.compat.v0_3.types")
+# Dev dependencies (installed by `make test`): a missing SDK is an error, not a skip.
+import a2a.compat.v0_3.types as a2a_v03  # noqa: E402
+import a2a.types as a2a_types  # noqa: E402
+import acp_sdk.models as acp  # noqa: E402
 
 
 def same(a: MessageBody, b: MessageBody) -> None:
