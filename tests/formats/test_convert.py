@@ -219,3 +219,17 @@ def test_regrouped_entries_are_reported_and_messages_kept_in_order() -> None:
                           "/data/conversationHistory/2"]
     back = convert(conversion.result, to="durable-state").result["data"]["conversationHistory"]
     assert [[m["contents"][0]["text"] for m in e["messages"]] for e in back] == [["a", "b"], ["c"], ["d"]]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(durable_states, envelopes))
+def test_every_writer_output_passes_its_own_validator(document: dict) -> None:
+    from agentfolio.formats import registry
+    from agentfolio.formats.errors import FormatError
+
+    for target in registry.names():
+        try:
+            conversion = convert(copy.deepcopy(document), to=target, strict_read=False)
+        except FormatError:  # a clear refusal (nothing an envelope can hold), never a bad document
+            continue
+        assert registry.get(target).validate(conversion.result) == [], target
