@@ -66,7 +66,10 @@ class Origin:
         base, names = self._where.get(id(record), (self.prefix + default, {}))
         if key is None:
             return base
-        return base + json_pointer(names.get(key, key.split("/")))
+        # A key is one property name ("x/y" included: escaped as x~1y), except the one
+        # nested form losses use, "presentation/<field>".
+        nested = key.startswith("presentation/") and key.count("/") == 1
+        return base + json_pointer(names.get(key, key.split("/") if nested else [key]))
 
 
 class Recorder:
