@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from agentfolio import _json
 from agentfolio.formats import durable_state, envelope
 from agentfolio.formats.convert import LossError, convert, summarize
 from agentfolio.formats.jsonio import load_json_file
@@ -47,7 +48,7 @@ durable_states = with_unknowns(st.fixed_dictionaries({
 
 
 def exact(value: object) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    return _json.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 def check_report(original: dict, back: dict, losses: list) -> None:

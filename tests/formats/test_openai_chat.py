@@ -16,6 +16,7 @@ from openai.types.chat import (
 )
 from pydantic import TypeAdapter
 
+from agentfolio import _json
 from agentfolio.formats import durable_state, openai_chat, registry
 from agentfolio.formats.convert import LossError, convert
 from agentfolio.formats.losses import ConvertOptions
@@ -30,7 +31,7 @@ CHAT = FIXTURES / "openai" / "chat-request.json"
 
 
 def exact(value: object) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    return _json.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 def test_reads_roles_parts_and_pairs_tool_calls_by_id() -> None:
