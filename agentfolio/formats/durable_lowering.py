@@ -249,8 +249,8 @@ def _part_as_content(rec: Recorder, part: PartContent, pointer: str) -> Any:
         rec.approximate(part, pointer, None, "body part", "durable state has no body parts: written as data")
         media_type = part.content_type or "application/octet-stream"
         return DataContent(uri=f"data:{media_type};base64,{part.content}", media_type=media_type)
-    rec.approximate(part, pointer, None, "body part", f"durable state has no {part.content_type or 'untyped'} "
-                    "text: written as text")
+    rec.approximate(part, pointer, None, "body part", "durable state has no body parts: written as plain text, "
+                    "its content type not kept")
     return TextContent(text=part.content or "")
 
 

@@ -131,5 +131,5 @@ def test_convert_without_loss_is_silent_and_strict_passes(tmp_path: Path) -> Non
     plain = tmp_path / "plain.json"
     plain.write_text('{"version": "1.0", "messages": [{"id": "a", "role": "user", "timestamp": 1, '
                      '"segments": [{"kind": "text", "content": "hi"}]}]}')
-    done = run("convert", str(plain), "--to", "durable-state", "--strict")
+    done = run("convert", str(plain), "--to", "canonical", "--strict")
     assert done.returncode == 0 and done.stderr == ""
