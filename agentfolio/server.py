@@ -1,9 +1,13 @@
 """The server ``agentfolio serve`` runs: the HTTP API under ``/api/v1`` and the viewer at
 ``/``, over one :class:`agentfolio.app.Agentfolio`, with the background work a server owns
-(expiring idle sessions).
+(expiring idle sessions, collecting unreferenced blobs).
 
 ``create_server(settings)`` builds it; ``uvicorn --factory agentfolio.server:app_from_env``
-serves it from the environment's settings. The API and the viewer never import each other:
+serves it from the environment's settings.
+
+A shutdown is never held up by a request: SIGTERM and SIGINT first stop every check running
+in a worker process (:mod:`agentfolio._deadline`; those requests answer 503 at once), then
+uvicorn's graceful shutdown goes on as usual. The API and the viewer never import each other:
 this module is where they meet.
 """
 
@@ -18,6 +22,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
+from agentfolio import _deadline
 from agentfolio.api.app import API_DESCRIPTION, API_VERSION, install_api
 from agentfolio.app import Agentfolio
 from agentfolio.settings import Settings
@@ -40,11 +45,22 @@ def create_server(settings: Settings | None = None, *, folio: Agentfolio | None 
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        task = asyncio.create_task(_expire_forever(application)) if settings.session_ttl > 0 else None
+        tasks = []
+        if settings.session_ttl > 0:
+            tasks.append(asyncio.create_task(_expire_forever(application)))
+        if settings.blob_sweep_interval > 0:
+            tasks.append(asyncio.create_task(_sweep_blobs_forever(application, settings.blob_sweep_interval)))
+        # uvicorn has installed its signal handlers by now; ours run first.
+        restore_signals = _deadline.cancel_on_shutdown_signals()
+        _deadline.reset_after_shutdown()
+        warming = asyncio.create_task(asyncio.to_thread(_deadline.warm_up))
         try:
             yield
         finally:
-            if task:
+            restore_signals()
+            with contextlib.suppress(Exception):
+                await warming
+            for task in tasks:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
@@ -73,6 +89,20 @@ async def _expire_forever(folio: Agentfolio) -> None:
         except Exception:  # keep serving; the next round retries
             log.exception("expiring idle sessions failed")
         await asyncio.sleep(interval)
+
+
+async def _sweep_blobs_forever(folio: Agentfolio, interval: float) -> None:
+    """Collect the blobs nothing points at; with several server processes on one
+    PostgreSQL database, one sweeps at a time and the others skip that round."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            swept = await run_in_threadpool(folio.sweep_blobs)
+            if swept.deleted or swept.moved:
+                log.info("blob sweep: removed %d unreferenced blob(s), moved %d to content keys",
+                         swept.deleted, swept.moved)
+        except Exception:  # keep serving; the next round retries
+            log.exception("sweeping the blob store failed")
 
 
 def app_from_env() -> FastAPI:

@@ -16,11 +16,22 @@ Every setting has a default that needs no set-up:
 ``AGENTFOLIO_BLOB_THRESHOLD``
     Contents whose JSON is larger than this many bytes go to the blob store (default
     65536); MessageBody parts (``$type: part``) always do.
+``AGENTFOLIO_BLOB_SWEEP_INTERVAL``
+    Seconds between two sweeps of the blob store by a running server, which remove the
+    blobs no entry points at any more (left by resets, deletes, expiry); ``0`` turns the
+    server's sweep off.  Default 600.
 ``AGENTFOLIO_SESSION_TTL``
     Seconds a session may stay idle (not written) before it expires; ``0`` keeps
     sessions forever.  Default 1209600 (14 days, the durable agents' own default).
 ``AGENTFOLIO_MAX_BODY_BYTES`` / ``AGENTFOLIO_MAX_JSON_DEPTH``
     Bounds on an HTTP request body: size (default 64 MiB) and JSON nesting (default 128).
+``AGENTFOLIO_OTLP_MAX_BYTES`` / ``AGENTFOLIO_OTLP_QUEUE``
+    The OTLP receiver (``/v1/traces``): the largest request body after decompression
+    (default 32 MiB; larger is 413), and how many requests it takes at once before
+    answering 429 with ``Retry-After`` (default 8).
+``AGENTFOLIO_COMPAT_TIMEOUT``
+    Seconds a MessageBody schema compatibility check may run before it is stopped and
+    answered "too complex" (default 10).
 """
 
 from __future__ import annotations
@@ -34,9 +45,13 @@ from typing import Mapping
 
 ENV_PREFIX = "AGENTFOLIO_"
 DEFAULT_BLOB_THRESHOLD = 64 * 1024
+DEFAULT_BLOB_SWEEP_INTERVAL = 600
 DEFAULT_SESSION_TTL = 14 * 24 * 3600
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_JSON_DEPTH = 128
+DEFAULT_OTLP_MAX_BYTES = 32 * 1024 * 1024
+DEFAULT_OTLP_QUEUE = 8
+DEFAULT_COMPAT_TIMEOUT = 10
 # Searchable text kept per entry; the entry itself is always kept whole.
 DEFAULT_SEARCH_TEXT_LIMIT = 32 * 1024
 
@@ -60,10 +75,14 @@ class Settings:
     blob_url: str | None = None
     s3_endpoint_url: str | None = None
     blob_threshold: int = DEFAULT_BLOB_THRESHOLD
+    blob_sweep_interval: int = DEFAULT_BLOB_SWEEP_INTERVAL
     session_ttl: int = DEFAULT_SESSION_TTL
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
     search_text_limit: int = DEFAULT_SEARCH_TEXT_LIMIT
+    otlp_max_bytes: int = DEFAULT_OTLP_MAX_BYTES
+    otlp_queue_size: int = DEFAULT_OTLP_QUEUE
+    compat_timeout: int = DEFAULT_COMPAT_TIMEOUT
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
@@ -92,10 +111,14 @@ class Settings:
             blob_url=text("BLOB_URL"),
             s3_endpoint_url=text("S3_ENDPOINT_URL"),
             blob_threshold=number("BLOB_THRESHOLD", DEFAULT_BLOB_THRESHOLD),
+            blob_sweep_interval=number("BLOB_SWEEP_INTERVAL", DEFAULT_BLOB_SWEEP_INTERVAL),
             session_ttl=number("SESSION_TTL", DEFAULT_SESSION_TTL),
             max_body_bytes=number("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
             max_json_depth=number("MAX_JSON_DEPTH", DEFAULT_MAX_JSON_DEPTH),
             search_text_limit=number("SEARCH_TEXT_LIMIT", DEFAULT_SEARCH_TEXT_LIMIT),
+            otlp_max_bytes=number("OTLP_MAX_BYTES", DEFAULT_OTLP_MAX_BYTES),
+            otlp_queue_size=number("OTLP_QUEUE", DEFAULT_OTLP_QUEUE),
+            compat_timeout=max(1, number("COMPAT_TIMEOUT", DEFAULT_COMPAT_TIMEOUT)),
         )
         return replace(settings, **overrides) if overrides else settings  # type: ignore[arg-type]
 

@@ -109,8 +109,8 @@ def naive_wcmatch(schema: dict, parts: list[MessagePart]) -> tuple[list[int], se
 
 
 def naive_regex(schema: MessageBodySchema, parts: list[MessagePart]) -> tuple[list[int], set[int]]:
-    compiled = [(sp.name_glob.compiled if sp.name_glob else None,
-                 sp.content_type_glob.compiled if sp.content_type_glob else None) for sp in schema.parts]
+    compiled = [(sp.name_glob if sp.name_glob else None,
+                 sp.content_type_glob if sp.content_type_glob else None) for sp in schema.parts]
     bad, met = [], set()
     for idx, p in enumerate(parts):
         essence = p.content_type.split(";", 1)[0].strip().lower()

@@ -119,6 +119,10 @@ def settings_env(settings: Settings) -> dict[str, str]:
     env["AGENTFOLIO_MAX_BODY_BYTES"] = str(settings.max_body_bytes)
     env["AGENTFOLIO_MAX_JSON_DEPTH"] = str(settings.max_json_depth)
     env["AGENTFOLIO_BLOB_THRESHOLD"] = str(settings.blob_threshold)
+    env["AGENTFOLIO_OTLP_MAX_BYTES"] = str(settings.otlp_max_bytes)
+    env["AGENTFOLIO_OTLP_QUEUE"] = str(settings.otlp_queue_size)
+    env["AGENTFOLIO_BLOB_SWEEP_INTERVAL"] = str(settings.blob_sweep_interval)
+    env["AGENTFOLIO_COMPAT_TIMEOUT"] = str(settings.compat_timeout)
     if settings.blob_url:
         env["AGENTFOLIO_BLOB_URL"] = settings.blob_url
     if settings.s3_endpoint_url:
@@ -143,7 +147,7 @@ class LiveServer:
                        "--log-level", "warning"]
             env = settings_env(settings)
         self.process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a loaded CI machine starts slowly
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited: {self.process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
@@ -153,7 +157,7 @@ class LiveServer:
             except httpx.HTTPError:
                 time.sleep(0.1)
         self.stop()
-        raise RuntimeError("server did not start within 30 s")
+        raise RuntimeError("server did not start within 120 s")
 
     def stop(self) -> None:
         if self.process.poll() is None:

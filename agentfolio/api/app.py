@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
 
-from agentfolio.api import registry, render, sessions
+from agentfolio.api import otlp, registry, render, sessions, tokens
 from agentfolio.api.body import BodyLimitMiddleware
-from agentfolio.api.errors import install_error_handlers, install_openapi
+from agentfolio.api.errors import UnexpectedErrorMiddleware, install_error_handlers, install_openapi
 
 __all__ = ["API_DESCRIPTION", "API_VERSION", "ROUTERS", "install_api"]
 
-ROUTERS: list[APIRouter] = [sessions.router, render.router, *registry.routers]
+ROUTERS: list[APIRouter] = [sessions.router, render.router, tokens.router, *registry.routers, otlp.router]
 API_VERSION = "1.0.0"
 API_DESCRIPTION = ("Store, search, convert and validate the records AI agents leave behind. "
                    "Every request needs `Authorization: Bearer <token>`; errors are "
@@ -30,4 +30,5 @@ def install_api(app: FastAPI, *, max_body_bytes: int) -> None:
         app.include_router(router)
     install_error_handlers(app)
     install_openapi(app)
+    app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)

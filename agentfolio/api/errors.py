@@ -8,11 +8,15 @@ payload_too_large (413).  A validation failure may add ``pointer`` (RFC 6901, in
 posted document) and ``problems`` (every violation found).
 
 Nothing reaches a client as a traceback or a bare 500 page: unknown failures are
-``internal_error`` in the same envelope.
+``internal_error`` in the same envelope, answered by :class:`UnexpectedErrorMiddleware`
+inside the app so the server keeps the connection open.  A full disk (the blob folder or
+the database) is 507 ``insufficient_storage``: the transaction rolled back, nothing was
+stored, nothing already stored was touched.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 from typing import Any, Literal, Sequence
 
@@ -22,6 +26,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentfolio import _json
 from agentfolio.errors import AgentfolioError
@@ -31,11 +36,69 @@ log = logging.getLogger("agentfolio.api")
 
 # The status each domain error code is answered with; codes not listed are 400s.
 STATUS_FOR_CODE = {"not_found": 404, "already_exists": 409, "invalid_value": 400, "version_conflict": 412,
-                   "bad_request": 400, "not_permitted": 403, "too_complex": 422, "payload_too_large": 413,
+                   "bad_request": 400, "not_permitted": 403, "too_complex": 422, "payload_too_large": 413, "service_unavailable": 503,
                    "insufficient_storage": 507}
 HTTP_CODES = {400: "bad_request", 401: "not_authenticated", 403: "not_permitted", 404: "not_found",
               405: "bad_request", 406: "bad_request", 409: "already_exists", 411: "required_value",
-              412: "version_conflict", 413: "payload_too_large", 415: "bad_request", 428: "required_value"}
+              412: "version_conflict", 413: "payload_too_large", 415: "bad_request", 428: "required_value",
+              507: "insufficient_storage"}
+STORAGE_FULL = "the server's storage is full: nothing was stored; retry when space has been freed"
+
+
+def storage_full(error: BaseException) -> bool:
+    """Whether a failure is a full disk: the blob store's (ENOSPC, EDQUOT), SQLite's
+    (SQLITE_FULL) or PostgreSQL's (SQLSTATE 53100 disk_full)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if getattr(current, "sqlite_errorcode", None) == 13:  # SQLITE_FULL
+            return True
+        if getattr(current, "sqlstate", None) == "53100":
+            return True
+        current = getattr(current, "orig", None) or current.__cause__ or current.__context__
+    return False
+
+
+def unexpected_error_response(method: str, path: str, error: BaseException) -> Response:
+    if storage_full(error):
+        log.error("storage full on %s %s: %s", method, path, error)
+        return error_response(507, "insufficient_storage", STORAGE_FULL)
+    log.error("unexpected error on %s %s", method, path, exc_info=error)
+    return error_response(500, "internal_error", "the server failed to answer this request; it was logged")
+
+
+class UnexpectedErrorMiddleware:
+    """Answer any exception a route let through with the error envelope, inside the app.
+
+    Starlette's outermost handler answers too, but then re-raises, and the server closes
+    the connection; here the exception ends with the answer and the connection is kept.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as error:
+            if started:  # too late to answer: let the server end the response
+                raise
+            response = unexpected_error_response(scope.get("method", ""), scope.get("path", ""), error)
+            await response(scope, receive, send)
 
 
 class ProblemModel(BaseModel):
@@ -117,8 +180,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, error: Exception) -> Response:
-        log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return error_response(500, "internal_error", "the server failed to answer this request; it was logged")
+        return unexpected_error_response(request.method, request.url.path, error)
 
 
 # -- OpenAPI: every operation documents the envelope; FastAPI's 422 becomes our 400 ------
@@ -135,7 +197,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 _DESCRIPTIONS = {400: "Bad request", 401: "Not authenticated", 403: "Not permitted", 404: "Not found",
                  409: "Already exists", 412: "Version conflict (stale If-Match)", 413: "Body too large",
-                 428: "If-Match required"}
+                 428: "If-Match required", 507: "Storage full"}
 
 
 def install_openapi(app: FastAPI) -> None:
@@ -164,6 +226,8 @@ def install_openapi(app: FastAPI) -> None:
                 responses.setdefault("405", ERROR_RESPONSE)
                 responses.setdefault("413", ERROR_RESPONSE)
                 responses.setdefault("500", ERROR_RESPONSE)
+                if method in ("post", "put", "patch", "delete"):
+                    responses.setdefault("507", ERROR_RESPONSE)
         app.openapi_schema = schema
         return schema
 

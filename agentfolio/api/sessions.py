@@ -56,7 +56,7 @@ class CreatedDetails(BaseModel):
 
 class AppendedDetails(BaseModel):
     session: SessionSummary
-    position: int = Field(description="Where the entry was put in the history (0-based).")
+    position: int = Field(description="Where the (first) entry was put in the history (0-based).")
     problems: list[ProblemOut]
 
 
@@ -95,12 +95,20 @@ DOCUMENT_SCHEMA = {
     },
     "additionalProperties": True,
 }
-ENTRY_SCHEMA = {
+ONE_ENTRY_SCHEMA = {
     "type": "object",
     "description": "One durable-state history entry (request, response, errorResponse, compaction).",
     "properties": {"$type": {"type": "string"}, "messages": {"type": "array", "items": {"type": "object"}},
                    "createdAt": {"type": "string"}, "correlationId": {"type": "string"}},
     "additionalProperties": True,
+}
+# A turn (a request and its response) is appended as one write, so that no other
+# writer's entry can land between them.
+MAX_ENTRIES_PER_APPEND = 1000
+ENTRY_SCHEMA = {
+    "description": "One entry, or an array of entries appended together as one write (one new version).",
+    "oneOf": [ONE_ENTRY_SCHEMA, {"type": "array", "items": ONE_ENTRY_SCHEMA, "minItems": 1,
+                                 "maxItems": MAX_ENTRIES_PER_APPEND}],
 }
 
 
@@ -219,7 +227,7 @@ async def get_session(
     return Response(exported.data, media_type="application/json", headers=headers)
 
 
-@router.post("/{session_id}/entries", status_code=201, summary="Append one entry to the history",
+@router.post("/{session_id}/entries", status_code=201, summary="Append an entry (or several together) to the history",
              openapi_extra=_json_body(ENTRY_SCHEMA),
              responses={201: {"model": AppendedEnvelope, "description": "Appended",
                               "headers": {"ETag": {"schema": {"type": "string"}}}},
@@ -233,11 +241,19 @@ async def append_entry(
     account: Account = Depends(current_account),
 ) -> Response:
     expected = parse_if_match(if_match, required=True)
-    entry = await _read_json(request)
-    if not isinstance(entry, dict):
-        raise ApiError(400, "invalid_value", "an entry must be a JSON object", pointer="")
+    posted = await _read_json(request)
+    if isinstance(posted, list):
+        if not 1 <= len(posted) <= MAX_ENTRIES_PER_APPEND:
+            raise ApiError(400, "invalid_value", f"post 1 to {MAX_ENTRIES_PER_APPEND} entries at a time, "
+                           f"not {len(posted)}", pointer="")
+        new_entries = posted
+    elif isinstance(posted, dict):
+        new_entries = [posted]
+    else:
+        raise ApiError(400, "invalid_value", "an entry must be a JSON object (or post an array of entries)",
+                       pointer="")
     folio = get_folio(request)
-    appended = await run_in_threadpool(folio.sessions.append, account, session_id, entry,
+    appended = await run_in_threadpool(folio.sessions.append_many, account, session_id, new_entries,
                                        expected_version=expected, strict=strict)
     info = appended.session
     return success({"session": _summary(info), "position": appended.position,

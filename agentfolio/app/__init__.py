@@ -44,6 +44,10 @@ class Agentfolio:
 
         return cls(Store.open(settings or Settings.from_env()))
 
+    def sweep_blobs(self) -> Any:
+        """Remove stored blobs no entry points at (safe beside running writers)."""
+        return self.store.sweep_blobs()
+
     def close(self) -> None:
         if self._owned:
             self.store.close()

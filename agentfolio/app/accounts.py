@@ -6,13 +6,18 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agentfolio.store import Account, Store
+    from agentfolio.store.tokens import TokenInfo
 
-__all__ = ["AccountService"]
+__all__ = ["VIEWER_SESSION_SECONDS", "AccountService"]
+
+#: How long a viewer's browser stays signed in (its cookie's lifetime too): one day.
+VIEWER_SESSION_SECONDS = 24 * 3600
 
 
 class AccountService:
     def __init__(self, store: Store) -> None:
         self._accounts = store.accounts
+        self._tokens = store.tokens
 
     def get(self, name: str) -> Account | None:
         return self._accounts.get(name)
@@ -30,3 +35,25 @@ class AccountService:
 
     def authenticate(self, token: str) -> Account | None:
         return self._accounts.authenticate(token)
+
+    # -- every token of an account (account and deployment tokens), by public id ------------
+
+    def tokens(self, account: Account) -> list[TokenInfo]:
+        return self._tokens.list(account)
+
+    def revoke_token(self, account: Account, token_id: str) -> TokenInfo:
+        """Revoke one of the account's tokens (``afk-…`` or ``afd-…``); it is refused at once
+        everywhere, and the viewer sign-ins it opened end."""
+        return self._tokens.revoke(account, token_id)
+
+    # -- the viewer's sign-ins -----------------------------------------------------------
+
+    def sign_in_viewer(self, token: str) -> tuple[str, Account] | None:
+        """A browser signs in with an account token: the secret its cookie keeps."""
+        return self._tokens.open_viewer_session(token, lifetime=VIEWER_SESSION_SECONDS)
+
+    def viewer_account(self, secret: str) -> Account | None:
+        return self._tokens.viewer_account(secret)
+
+    def sign_out_viewer(self, secret: str) -> None:
+        self._tokens.end_viewer_session(secret)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,13 @@ class SessionService:
     def append(self, account: Account, session_id: str, entry: Any, *, expected_version: int | None,
                strict: bool = True) -> Appended:
         return self._sessions.append(account, session_id, entry, expected_version=expected_version, strict=strict)
+
+    def append_many(self, account: Account, session_id: str, entries: Sequence[Any], *,
+                    expected_version: int | None, strict: bool = True) -> Appended:
+        """Entries appended together as one write (a request and its response): one new
+        version, and no other writer's entry between them."""
+        return self._sessions.append_many(account, session_id, entries, expected_version=expected_version,
+                                          strict=strict)
 
     def reset(self, account: Account, session_id: str, *, expected_version: int | None = None) -> SessionInfo:
         return self._sessions.reset(account, session_id, expected_version=expected_version)

@@ -14,27 +14,37 @@ from functools import lru_cache
 import interegular
 from interegular.fsm import FSM, anything_else
 
-from .errors import BodyError
+from .errors import TooComplexError
 
 #: Above this many atoms we give up with an error rather than run for minutes.
 MAX_ATOMS = 2048
+#: States in any one automaton (a glob's, or a product of two): beyond this the
+#: products and complements that follow would cost too much.
+MAX_STATES = 20_000
 
 _PREFERRED = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_-.+!#$&^/"
 _RANK = {c: i for i, c in enumerate(_PREFERRED)}
 
 
+def _bounded(f: FSM) -> FSM:
+    if len(f.states) > MAX_STATES:
+        raise TooComplexError(f"compatibility check too complex: an automaton of the schemas' globs has "
+                         f"{len(f.states):,} states (limit {MAX_STATES:,}); simplify the globs")
+    return f
+
+
 @lru_cache(maxsize=2048)
 def fsm(regex: str) -> FSM:
     """The minimal DFA of ``regex`` (full-match semantics)."""
-    return interegular.parse_pattern(regex).to_fsm().reduce()
+    return _bounded(interegular.parse_pattern(regex).to_fsm().reduce())
 
 
 def intersect(a: FSM, b: FSM) -> FSM:
-    return (a & b).reduce()
+    return _bounded((a & b).reduce())
 
 
 def minus(a: FSM, b: FSM) -> FSM:
-    return (a & b.everythingbut()).reduce()
+    return _bounded((a & b.everythingbut()).reduce())
 
 
 def union(fsms: Iterable[FSM]) -> FSM:
@@ -163,8 +173,8 @@ def atoms(universe: FSM, languages: Iterable[tuple[FSM, int]]) -> list[tuple[FSM
                 refined.append((outside, tags))
         result = refined
         if len(result) > MAX_ATOMS:
-            raise BodyError(
-                f"the schemas' globs split the space of names/content types into more than "
+            raise TooComplexError(
+                f"compatibility check too complex: the schemas' globs split the space of names/content types into more than "
                 f"{MAX_ATOMS} regions; simplify them to check compatibility"
             )
     return result

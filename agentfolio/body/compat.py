@@ -35,7 +35,7 @@ from interegular.fsm import FSM
 
 from . import automata as fa
 from .body import MessageBody
-from .errors import BodyError
+from .errors import TooComplexError
 from .names import CONTENT_TYPE_REGEX, NAME_REGEX
 from .parts import MessagePart
 from .schema import MessageBodySchema
@@ -196,7 +196,7 @@ class _Problem:
             nonlocal steps
             steps += 1
             if steps > MAX_SOLVER_STEPS:
-                raise BodyError("compatibility check too complex: too many finite name sets to juggle")
+                raise TooComplexError("compatibility check too complex: too many finite name sets to juggle")
             if i == len(hard):
                 return True
             req = hard[i]
@@ -325,3 +325,28 @@ def _verify(out: MessageBodySchema, inp: MessageBodySchema, body: MessageBody) -
     # A wrong counter-example would be worse than none; fail loudly if the search erred.
     if not out.validate_body(body).ok or inp.validate_body(body).ok:
         raise AssertionError(f"internal error: counter-example {body.to_json()!r} is not one")
+
+
+#: Seconds a compatibility check may take before it is stopped (:func:`check_compatibility`).
+DEFAULT_COMPAT_TIMEOUT = 10.0
+
+
+def _decide(output_schema: dict[str, Any], input_schema: dict[str, Any]) -> CompatResult:
+    return is_compatible(output_schema, input_schema)
+
+
+def check_compatibility(
+    output_schema: MessageBodySchema | Mapping[str, Any],
+    input_schema: MessageBodySchema | Mapping[str, Any],
+    *,
+    timeout: float = DEFAULT_COMPAT_TIMEOUT,
+) -> CompatResult:
+    """:func:`is_compatible` under a deadline that really stops it: the check runs in a
+    child process killed after ``timeout`` seconds (or when it needs more than its memory),
+    and then :class:`agentfolio._deadline.DeadlineExceededError` (code ``too_complex``) says so.
+    The schemas are parsed here first, so a malformed or oversized one is refused at once."""
+    from agentfolio._deadline import run_with_deadline
+
+    out = MessageBodySchema.parse(output_schema).to_dict()
+    inp = MessageBodySchema.parse(input_schema).to_dict()
+    return run_with_deadline(_decide, out, inp, timeout=timeout, what="the compatibility check")

@@ -25,6 +25,12 @@ class PartError(BodyError):
         super().__init__(f"{where}: {message}")
 
 
+class TooComplexError(BodyError):
+    """Schemas or globs whose checking would cost more than the limits allow."""
+
+    code = "too_complex"
+
+
 class GlobError(BodyError):
     """A name or content-type glob cannot be compiled."""
 

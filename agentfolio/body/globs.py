@@ -15,8 +15,13 @@ translation means the fast path and the proof talk about the same language.
 
 Braces become regex alternation, never expansion, so the regex grows linearly with
 the pattern. We still refuse patterns whose expansion *would* exceed
-``MAX_EXPANSIONS`` (and very long or deeply nested ones): such a pattern is
-almost certainly a mistake, and it bounds the automata built from it.
+``MAX_EXPANSIONS``, and very long, deeply nested or wildcard-heavy ones
+(``MAX_GLOB_LENGTH``, ``MAX_BRACE_DEPTH``, ``MAX_GLOB_WILDCARDS``): such a pattern is
+almost certainly a mistake, and the bounds keep the automata built from it small.
+
+Matching never backtracks badly: a glob with several wildcards is matched by RE2 in
+time linear in the name (:mod:`agentfolio.body.linear`); only globs that cannot make
+Python's ``re`` backtrack stay on it, because it is faster per call.
 """
 
 from __future__ import annotations
@@ -27,11 +32,14 @@ from functools import lru_cache
 from typing import Literal
 
 from .errors import GlobError
+from .linear import Fullmatch, backtracking_safe, linear_fullmatch
 from .names import CT_CHAR, CT_CHARS, NAME_CHARS, SEGMENT_CHAR
 
 MAX_GLOB_LENGTH = 512
 MAX_BRACE_DEPTH = 8
 MAX_EXPANSIONS = 4096
+#: Unbounded wildcards (``*`` and ``**``) in one glob, braces included.
+MAX_GLOB_WILDCARDS = 32
 
 GlobKind = Literal["name", "content_type"]
 
@@ -65,22 +73,33 @@ class _Alt:
 
 @dataclass(frozen=True)
 class Glob:
-    """A compiled glob: ``regex`` (source, usable by ``re`` and interegular) and ``match``."""
+    """A compiled glob: ``regex`` (source, usable by ``re``, RE2 and interegular) and
+    ``fullmatch`` (linear-time whatever the pattern)."""
 
     pattern: str
     kind: GlobKind
     regex: str
+    wildcards: int = 0
+    expansions: int = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_re", re.compile(self.regex))
+        matcher: Fullmatch = (re.compile(self.regex).fullmatch if self.backtracking_safe
+                              else linear_fullmatch(self.regex))
+        object.__setattr__(self, "_fullmatch", matcher)
+
+    @property
+    def backtracking_safe(self) -> bool:
+        """Whether Python's ``re`` matches this glob's regex without runaway backtracking."""
+        return backtracking_safe(self.wildcards, self.expansions)
+
+    @property
+    def fullmatch(self) -> Fullmatch:
+        """Truthy when ``text`` matches in full, else ``None``."""
+        return self._fullmatch  # type: ignore[attr-defined, no-any-return]
 
     def matches(self, text: str) -> bool:
         """Full match of ``text`` (a name, or a lower-cased content-type essence)."""
-        return self._re.fullmatch(text) is not None  # type: ignore[attr-defined]
-
-    @property
-    def compiled(self) -> re.Pattern[str]:
-        return self._re  # type: ignore[attr-defined]
+        return bool(self.fullmatch(text))
 
 
 class _Parser:
@@ -169,6 +188,16 @@ class _Parser:
         return _Globstar()
 
 
+def _wildcards(items: tuple[object, ...]) -> int:
+    total = 0
+    for item in items:
+        if isinstance(item, (_Star, _Globstar)):
+            total += 1
+        elif isinstance(item, _Alt):
+            total += sum(_wildcards(option) for option in item.options)
+    return total
+
+
 def _expansions(items: tuple[object, ...]) -> int:
     total = 1
     for item in items:
@@ -240,13 +269,19 @@ def compile_glob(pattern: str, kind: GlobKind) -> Glob:
             f"{what} {pattern!r} expands to more than {MAX_EXPANSIONS} alternatives; "
             "simplify the braces"
         )
+    wildcards = _wildcards(items)
+    if wildcards > MAX_GLOB_WILDCARDS:
+        raise GlobError(
+            f"{what} {pattern!r} is too complex: it has {wildcards} '*'/'**' wildcards; "
+            f"the limit is {MAX_GLOB_WILDCARDS}"
+        )
     if kind == "content_type" and "/" not in pattern and pattern != "**":
         raise GlobError(
             f"{what} {pattern!r} has no '/', so it matches no content type (they are "
             "type/subtype); use '*/*', '**' or leave content_type out to match any"
         )
     seg = SEGMENT_CHAR if kind == "name" else CT_CHAR
-    return Glob(pattern=pattern, kind=kind, regex=_emit(items, seg))
+    return Glob(pattern=pattern, kind=kind, regex=_emit(items, seg), wildcards=wildcards, expansions=count)
 
 
 def name_glob(pattern: str) -> Glob:

@@ -13,39 +13,37 @@ Per part we do one dict lookup and at most one regex call:
 
 A cache keyed by ``(name, content_type)`` would not help: names are unique within
 a body, so within one body it would never hit.
+
+Every call is linear in the name: the combined matcher runs the globs that could make
+Python's ``re`` backtrack on RE2 instead (:mod:`agentfolio.body.linear`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from .linear import Fullmatch, union_fullmatch
 from .names import content_type_essence
 
 if TYPE_CHECKING:
+    from .globs import Glob
     from .parts import MessagePart
     from .schema import SchemaPart
 
 _CT_CACHE_LIMIT = 4096
 
-Fullmatch = Callable[[str], "re.Match[str] | None"]
-
-
-def _never(_: str) -> None:
-    return None
-
 
 class Engine:
     def __init__(self, parts: Sequence[SchemaPart]) -> None:
         self.parts = tuple(parts)
-        self.name_res: list[re.Pattern[str] | None] = []
-        self.ct_res: list[re.Pattern[str] | None] = []
+        self.name_res: list[Glob | None] = []
+        self.ct_res: list[Glob | None] = []
         unnamed = required = 0
         for i, sp in enumerate(self.parts):
             ng, cg = sp.name_glob, sp.content_type_glob
-            self.name_res.append(ng.compiled if ng else None)
-            self.ct_res.append(cg.compiled if cg else None)
+            self.name_res.append(ng)
+            self.ct_res.append(cg)
             if ng is None:
                 unnamed |= 1 << i
             if sp.required:
@@ -73,8 +71,10 @@ class Engine:
     def _names_matcher(self, named: int) -> Fullmatch:
         fm = self._combined.get(named)
         if fm is None:
-            regexes = dict.fromkeys(self.name_res[i].pattern for i in self.bits(named))  # type: ignore[union-attr]
-            fm = re.compile("|".join(f"(?:{r})" for r in regexes)).fullmatch if regexes else _never
+            globs = [glob for glob in (self.name_res[i] for i in self.bits(named)) if glob is not None]
+            safe = dict.fromkeys(glob.regex for glob in globs if glob.backtracking_safe)
+            unsafe = dict.fromkeys(glob.regex for glob in globs if not glob.backtracking_safe)
+            fm = union_fullmatch(list(safe), list(unsafe))
             self._combined[named] = fm
         return fm
 
@@ -94,7 +94,7 @@ class Engine:
         mask, fm = self.ct_entry(content_type)
         if name is None:
             return bool(mask & self.unnamed_mask)
-        return fm(name) is not None
+        return bool(fm(name))
 
     def satisfy(self, name: str | None, content_type: str, pending: int) -> int:
         """``pending`` minus the required schema parts this (accepted) part matches."""
@@ -127,7 +127,7 @@ class Engine:
                     append(idx)
                 elif pending & mask & unnamed:
                     pending &= ~(mask & unnamed)
-            elif entry[1](name) is None:
+            elif not entry[1](name):
                 append(idx)
             elif pending & mask & named:
                 pending = self.satisfy(name, ct, pending)
@@ -138,7 +138,7 @@ class Engine:
         out = []
         for i in range(len(self.parts)):
             nrx, crx = self.name_res[i], self.ct_res[i]
-            name_ok = name is None if nrx is None else name is not None and nrx.fullmatch(name) is not None
+            name_ok = name is None if nrx is None else name is not None and bool(nrx.fullmatch(name))
             if name_ok and (crx is None or crx.fullmatch(essence)):
                 out.append(i)
         return out

@@ -30,6 +30,14 @@ from .globs import Glob, content_type_glob, name_glob
 from .matcher import Engine
 from .parts import MessagePart, _pydantic_messages
 
+#: Parts in one schema: far more than any real agent declares, and it bounds the
+#: combined matchers and the automata compatibility checking builds.
+MAX_SCHEMA_PARTS = 256
+
+
+def _too_many_parts(count: int) -> str:
+    return f"schema is too complex: it has {count:,} parts; the limit is {MAX_SCHEMA_PARTS:,}"
+
 
 class SchemaPart(BaseModel):
     """``{"name": GLOB?, "content_type": GLOB?, "required": bool}``."""
@@ -168,6 +176,13 @@ class MessageBodySchema(PartsDocument, BaseModel):
 
     _engine: Engine | None = PrivateAttr(default=None)
 
+    @field_validator("parts")
+    @classmethod
+    def _bounded(cls, parts: tuple[SchemaPart, ...]) -> tuple[SchemaPart, ...]:
+        if len(parts) > MAX_SCHEMA_PARTS:
+            raise ValueError(_too_many_parts(len(parts)))
+        return parts
+
     # -- construction ---------------------------------------------------------
 
     @classmethod
@@ -183,6 +198,8 @@ class MessageBodySchema(PartsDocument, BaseModel):
         raw = obj.get("parts", [])
         if not isinstance(raw, list):
             raise BodyError(f"'parts' must be a list, not {type(raw).__name__}")
+        if len(raw) > MAX_SCHEMA_PARTS:
+            raise BodyError(_too_many_parts(len(raw)))
         parts = []
         for i, item in enumerate(raw):
             if isinstance(item, SchemaPart):

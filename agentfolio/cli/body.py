@@ -1,7 +1,9 @@
 """``agentfolio body ...``: validate bodies, compare schemas, list parts.
 
 Exit codes follow the project's convention: 0 valid/compatible, 1 invalid/not
-compatible, 2 usage (bad arguments, unreadable files, schemas that are not schemas).
+compatible, 2 usage (bad arguments, unreadable files, schemas that are not schemas, or
+schemas and globs over their size limits), 3 undecided: ``compat`` could not decide
+within ``--timeout`` seconds (or its memory) and was stopped.
 Errors are one line on stderr, never a traceback. A schema argument may also name a
 bundled example: ``example:chat``, ``example:researcher``, ...
 """
@@ -16,6 +18,7 @@ import typer
 
 from agentfolio import _json
 from agentfolio.cli.output import clean, fail
+from agentfolio.settings import DEFAULT_COMPAT_TIMEOUT
 
 if TYPE_CHECKING:
     from agentfolio.body.body import MessageBody
@@ -109,12 +112,14 @@ def compat(
     output_schema: Optional[str] = typer.Argument(None, help="Output schema (producer): file or example:NAME."),
     input_schema: Optional[str] = typer.Argument(None, help="Input schema (consumer): file or example:NAME."),
     max_bytes: int = MaxBytes,
+    timeout: float = typer.Option(DEFAULT_COMPAT_TIMEOUT, "--timeout", min=0.1,
+                                  help="Stop the check after this many seconds (exit 3: too complex)."),
 ) -> None:
     """Is every body valid under OUTPUT also valid under INPUT? Exit 0 yes, 1 no (with a
-    counter-example). Without arguments, print the matrix of the bundled example agents."""
-    from agentfolio.body.errors import BodyError
-
-    from agentfolio.body.compat import is_compatible
+    counter-example), 3 too complex to decide in time. Without arguments, print the matrix
+    of the bundled example agents."""
+    from agentfolio.body.compat import check_compatibility
+    from agentfolio.errors import AgentfolioError
 
     if output_schema is None and input_schema is None:
         _matrix()
@@ -124,9 +129,9 @@ def compat(
     out = _schema(output_schema, max_bytes)  # type: ignore[arg-type]
     inp = _schema(input_schema, max_bytes)  # type: ignore[arg-type]
     try:
-        result = is_compatible(out, inp)
-    except BodyError as exc:
-        _fail(str(exc), 2)
+        result = check_compatibility(out, inp, timeout=timeout)
+    except AgentfolioError as exc:
+        _fail(str(exc), 3 if exc.code == "too_complex" else 2)
     typer.echo(str(result))
     if not result:
         raise typer.Exit(1)

@@ -154,7 +154,8 @@ def _folded(content: Any, kind: str, pairs: ToolPairs) -> RenderableType:
     if kind == "tool_call_result" or (kind == "tool_call_request" and pairs.result_of(content) is not None):
         result = content if kind == "tool_call_result" else pairs.result_of(content)
         style = _FAILED if rules.call_failed(result) else _OK
-    line.append(rules.KIND_LABELS.get(kind, kind), style=f"bold {style}")
+    label = "redacted thinking" if rules.is_redacted(content) else rules.KIND_LABELS.get(kind, kind)
+    line.append(("server " + label) if rules.is_server_call(content) else label, style=f"bold {style}")
     line.append(" · " + rules.segment_summary(content, kind), style="dim")
     return line
 
@@ -167,7 +168,19 @@ def _label(kind: str, extra: str = "") -> Text:
 
 
 def _text(content: TextContent, pairs: ToolPairs) -> RenderableType:
-    return Text(content.text or "")
+    links = rules.citations(content)
+    if not links:
+        return Text(content.text or "")
+    lines: list[RenderableType] = [Text(content.text or "")]
+    for link in links:
+        line = Text(f"  [{link.number}] ", style="dim")
+        line.append(link.title, style="italic")
+        if link.url:
+            line.append(f" — {link.url}", style="underline bright_blue")
+        if link.snippet:
+            line.append(f'  "{rules.one_line(link.snippet, 80)}"', style="dim")
+        lines.append(line)
+    return Group(*lines)
 
 
 def _system_prompt(content: TextContent, pairs: ToolPairs) -> RenderableType:
@@ -180,6 +193,9 @@ def _long_text(content: TextContent, pairs: ToolPairs) -> RenderableType:
 
 
 def _reasoning(content: Any, pairs: ToolPairs) -> RenderableType:
+    if rules.is_redacted(content):
+        return Text(f"redacted thinking ({len(content.protected_data):,} chars kept for the provider)",
+                    style="dim italic")
     return Text("thinking: " + (content.text or ""), style="dim italic")
 
 
@@ -245,7 +261,7 @@ def _tool_call(content: FunctionCallContent, pairs: ToolPairs) -> RenderableType
 
 def _tool_result(content: FunctionResultContent, pairs: ToolPairs) -> RenderableType:
     if pairs.is_paired(content):
-        return Text(f"↳ result of {content.call_id} (shown with its call)", style="dim")
+        return Text(f"↳ result of {content.call_id or 'the call before'} (shown with its call)", style="dim")
     name = content.extra.get("toolName") or pairs.call_names.get(content.call_id or "", "unmatched call")
     style = _FAILED if rules.call_failed(content) else _OK
     mark = "✗ failed" if rules.call_failed(content) else "✓"
@@ -260,12 +276,18 @@ _SEGMENTS = {
 
 
 def _call(call: FunctionCallContent, result: FunctionResultContent | None) -> RenderableType:
-    head = Text("→ call ", style="bold yellow")
+    head = Text("→ server call " if rules.is_server_call(call) else "→ call ", style="bold yellow")
     head.append(call.name or "?", style="bold")
-    head.append(f" [{call.call_id}]", style="dim")
+    if call.call_id is not None:
+        head.append(f" [{call.call_id}]", style="dim")
     parts: list[RenderableType] = [head]
     if call.arguments not in (None, {}):
         parts.append(Padding(_value(call.arguments), (0, 0, 0, 2)))
+    details = rules.server_details(call)
+    if details:
+        parts.append(Padding(_value(details), (0, 0, 0, 2)))
+    if result is None and details:
+        return Group(*parts)  # a built-in call item carries what it did itself
     if result is None:
         parts.append(Padding(Text("no result recorded", style="dim red"), (0, 0, 0, 2)))
     else:

@@ -1,4 +1,4 @@
-"""``token create``: bearer tokens for the HTTP service and the viewer."""
+"""``token create|ls|revoke``: bearer tokens for the HTTP service and the viewer."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from agentfolio.cli.output import EXIT_USAGE, AccountOption, clean, fail, open_folio, stderr
+from agentfolio.cli.output import EXIT_USAGE, AccountOption, clean, fail, open_folio, print_json, stderr, stdout
 
 __all__ = ["register"]
 
@@ -33,3 +33,46 @@ def token_create(
             fail(error.message, EXIT_USAGE)
     sys.stdout.write(token + "\n")
     stderr().print(f"token for account {clean(repr(account))}: keep it, it is not shown again")
+
+
+@token_app.command("ls")
+def token_ls(
+    account: str = AccountOption,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """List the account's tokens, account and deployment tokens, revoked ones too (never the tokens themselves)."""
+    from agentfolio.errors import AgentfolioError
+
+    with open_folio() as folio:
+        try:
+            found = folio.accounts.tokens(folio.accounts.require(account))
+        except AgentfolioError as error:
+            fail(error.message, EXIT_USAGE)
+    if as_json:
+        print_json([token.to_json() for token in found])
+        return
+    from rich.table import Table
+
+    table = Table("id", "type", "starts with", "label", "created", "revoked", "agent")
+    for token in found:
+        fields = token.to_json()
+        table.add_row(*(clean(value or "") for value in (
+            fields["id"], fields["type"], fields["prefix"] + "…", fields["label"], fields["created_at"],
+            fields["revoked_at"], fields["agent_id"])))
+    stdout().print(table)
+
+
+@token_app.command("revoke")
+def token_revoke(
+    token_id: str = typer.Argument(..., help="The token's id from 'agentfolio token ls' (afk-<n> or afd-<n>)."),
+    account: str = AccountOption,
+) -> None:
+    """Revoke a token: every request with it is refused from now on, and viewer sign-ins with it end."""
+    from agentfolio.errors import AgentfolioError
+
+    with open_folio() as folio:
+        try:
+            revoked = folio.accounts.revoke_token(folio.accounts.require(account), token_id)
+        except AgentfolioError as error:
+            fail(error.message, EXIT_USAGE)
+    stderr().print(f"token {clean(revoked.id)} of account {clean(repr(account))} is revoked")

@@ -37,6 +37,7 @@ from agentfolio.model import (
     DURABLE_CONTENT_KINDS,
     DataContent,
     FunctionCallContent,
+    FunctionResultContent,
     Message,
     OpaqueContent,
     OpaqueEntry,
@@ -54,6 +55,7 @@ _NEAREST_ROLE = {"developer": "system", "function": "tool"}
 
 def lower(session: Session, *, origin: Origin | None = None, options: ConvertOptions | None = None) -> Lowered:
     rec = Recorder(origin)
+    session = _give_call_ids(rec, session)
     version = session.schema_version or ""
     roles = ROLES_1X + (("developer",) if version.startswith("2.") else ())
     entries = []
@@ -78,6 +80,44 @@ def lower(session: Session, *, origin: Origin | None = None, options: ConvertOpt
         if data is not session.data:
             session = session.model_copy(update={"data": data})
     return Lowered(session, rec.losses)
+
+
+def _give_call_ids(rec: Recorder, session: Session) -> Session:
+    """Durable state requires a callId on every call and result; sources without one
+    (Gemini's code execution, its older function calls) get a generated id, each result
+    taking that of the latest id-less call before it, so they stay paired."""
+    waiting: list[str] = []
+    generated = 0
+    entries = list(session.entries)
+    changed = False
+    for entry_index, entry in enumerate(entries):
+        if isinstance(entry, OpaqueEntry) or not entry.messages:
+            continue
+        messages = list(entry.messages)
+        for index, message in enumerate(messages):
+            contents = list(message.items)
+            for position, content in enumerate(contents):
+                if not isinstance(content, (FunctionCallContent, FunctionResultContent)) or content.call_id is not None:
+                    continue
+                pointer = content_pointer(entry_index, index, position)
+                if isinstance(content, FunctionCallContent) or not waiting:
+                    generated += 1
+                    call_id = f"call_{generated}"
+                    if isinstance(content, FunctionCallContent):
+                        waiting.append(call_id)
+                else:
+                    call_id = waiting.pop()
+                rec.approximate(content, pointer, "callId", "callId",
+                                "durable state requires a call id: one was generated, pairing results with calls")
+                contents[position] = content.model_copy(update={"call_id": call_id})
+            if contents != list(message.items) or any(a is not b for a, b in zip(contents, message.items)):
+                messages[index] = message.model_copy(update={"contents": tuple(contents)})
+        if any(a is not b for a, b in zip(messages, entry.messages)):
+            entries[entry_index] = entry.model_copy(update={"messages": tuple(messages)})
+            changed = True
+    if not changed or session.data is None:
+        return session
+    return session.model_copy(update={"data": session.data.model_copy(update={"conversation_history": tuple(entries)})})
 
 
 def _message(rec: Recorder, message: Message, pointer: str, entry_index: int, index: int, roles: tuple[str, ...],

@@ -17,6 +17,11 @@ from agentfolio.formats.errors import json_pointer
 from agentfolio.model import DocumentContent, MemoryContent, SkillsContent, TemplateVariableContent, ToolCatalogContent
 
 
+#: The property provider readers use to remember a source's spelling (see
+#: agentfolio.formats.provider): never reported as a loss.
+FORM_KEY = "$form"
+
+
 @dataclass(frozen=True, slots=True)
 class Loss:
     """One field a conversion dropped (``approximated`` False) or approximated."""
@@ -83,6 +88,8 @@ class Recorder:
         return self.origin.pointer(record, default, key)
 
     def drop(self, record: Any, default: str, key: str | None, what: str, why: str) -> None:
+        if key == FORM_KEY:
+            return  # how a provider spelled the source, not data (agentfolio.formats.provider)
         self.losses.append(Loss(self.at(record, default, key), what, why, False))
 
     def approximate(self, record: Any, default: str, key: str | None, what: str, why: str) -> None:
@@ -94,6 +101,21 @@ def drop_presentation(rec: Recorder, content: Any, pointer: str, why: str) -> No
     if content.presentation is not None:
         for key in set_fields(content.presentation):
             rec.drop(content, pointer, f"presentation/{key}", f"presentation {key}", why)
+
+
+def drop_provider_fields(rec: Recorder, content: Any, pointer: str, target: str) -> None:
+    """Report the fields providers share that ``target`` has no place for: a text's
+    citations, a call's being run by the provider, a hosted file's media type and name.
+    (Reasoning and its protected data are dropped whole by such targets, and reported so.)"""
+    from agentfolio.model import FunctionCallContent, HostedFileContent, TextContent
+
+    fields = {TextContent: ("annotations",), FunctionCallContent: ("informationalOnly",),
+              HostedFileContent: ("mediaType", "name")}.get(type(content), ())
+    given = set(set_fields(content)) if fields else set()
+    for key in fields:
+        if key in given:
+            what = {"annotations": "citations", "informationalOnly": "server-run call"}.get(key, key)
+            rec.drop(content, pointer, key, what, f"{target} has no place for it")
 
 
 def drop_entry_fields(rec: Recorder, entry: Any, pointer: str, why: str) -> None:

@@ -41,6 +41,7 @@ from agentfolio.body.parts import FIELDS, MessagePart
 from agentfolio.formats.base import FunctionFormat, ReadResult
 from agentfolio.formats.errors import FormatError, Problem, json_pointer, validated
 from agentfolio.formats.losses import (
+    drop_provider_fields,
     ConvertOptions,
     Lowered,
     Origin,
@@ -329,6 +330,7 @@ def _lower_content(rec: Recorder, content: Any, pointer: str, names: set[str]) -
                  "a message body has no place for it")
         return None
     drop_presentation(rec, content, pointer, "a message body does not record how a content is shown")
+    drop_provider_fields(rec, content, pointer, "a message body")
     for key in content.extra:
         rec.drop(content, pointer, key, f"property {key!r}", "a body part has no unknown properties")
     lowered = _body_form(rec, content, pointer, names)

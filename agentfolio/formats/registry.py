@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentfolio.formats import canonical, durable_state, envelope, message_body, openai_chat
+from agentfolio.formats import (
+    a2a,
+    anthropic,
+    canonical,
+    durable_state,
+    envelope,
+    gemini,
+    langchain,
+    message_body,
+    openai_chat,
+    openai_responses,
+)
 from agentfolio.formats.base import Format
 from agentfolio.formats.errors import FormatError
 
@@ -17,7 +28,14 @@ FORMATS: dict[str, Format] = {
         durable_state.FORMAT,
         canonical.FORMAT,
         envelope.FORMAT,
+        # Before openai-chat, which takes any object with "messages": these look for
+        # their own marker keys and block types.
+        anthropic.FORMAT,
+        openai_responses.FORMAT,
+        gemini.FORMAT,
+        langchain.FORMAT,
         openai_chat.FORMAT,
+        a2a.FORMAT,
         # Last: only an object whose one key is a "parts" array (message_body.looks_like
         # also refuses the other formats' marker keys, so order cannot steal their documents).
         message_body.FORMAT,

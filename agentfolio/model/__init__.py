@@ -3,6 +3,7 @@
 from agentfolio.model.base import Record
 from agentfolio.model.contents import (
     CONTENT_KINDS,
+    Citation,
     DURABLE_CONTENT_KINDS,
     Content,
     DataContent,

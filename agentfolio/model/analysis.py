@@ -19,7 +19,8 @@ LONG_TEXT_CHARS = 2000
 def call_failed(result: FunctionResultContent | None) -> bool:
     """Whether a tool result reports a failure (shown in red).
 
-    The envelope says so with ``success: false``; durable state has no field for it, so
+    The envelope says so with ``success: false``, Anthropic with ``is_error``, LangChain
+    with ``status: "error"``; durable state has no field for it, so
     an ``exception``/``error`` property, or a result object with ``error``/``isError``,
     counts as one too.
     """
@@ -27,6 +28,9 @@ def call_failed(result: FunctionResultContent | None) -> bool:
         return False
     extra = result.extra
     if extra.get("success") is False or extra.get("exception") or extra.get("error"):
+        return True
+    # Anthropic's tool_result says ``is_error``; LangChain's tool message ``status: "error"``.
+    if extra.get("is_error") is True or extra.get("status") == "error":
         return True
     value = result.result
     return isinstance(value, dict) and bool(value.get("isError") or value.get("is_error")

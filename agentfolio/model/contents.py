@@ -47,14 +47,37 @@ class _Content(Record):
 
 
 
+class Citation(Record):
+    """A source a text cites (Microsoft.Extensions.AI's ``CitationAnnotation``): a web
+    page by ``url``, a hosted file by ``fileId``, the cited words in ``snippet``.
+    Provider details (character ranges, page numbers, encrypted indexes) ride in ``extra``."""
+
+    kind: Literal["citation"] = Field(default="citation", alias="$type")
+    title: str | None = None
+    url: str | None = None
+    file_id: str | None = Field(default=None, alias="fileId")
+    snippet: str | None = None
+
+
+# An annotation of another kind is kept whole (see OpaqueContent below).
+Annotation = Annotated[Union["Citation", "OpaqueContent"], Field(union_mode="left_to_right")]
+
+
 class TextContent(_Content):
     kind: Literal["text"] = Field(default="text", alias="$type")
     text: str | None = None
+    annotations: Seq[Annotation] | None = None
 
 
 class ReasoningContent(_Content):
+    """The model's reasoning.  ``protectedData`` is what the provider wants back verbatim
+    to continue it (Anthropic's thinking ``signature`` or redacted ``data``, OpenAI's
+    ``encrypted_content``, Gemini's ``thought_signature``): opaque, never dropped by a
+    round trip.  Reasoning with protected data and no text is redacted reasoning."""
+
     kind: Literal["reasoning"] = Field(default="reasoning", alias="$type")
     text: str | None = None
+    protected_data: str | None = Field(default=None, alias="protectedData")
 
 
 class DataContent(_Content):
@@ -86,6 +109,9 @@ class FunctionCallContent(_Content):
     name: str | None = None
     # An object in 1.x; 2.0 also allows the model's raw argument string.
     arguments: JsonValue = None
+    # True for a call the provider ran itself (web search, code execution, MCP...): shown
+    # and kept, never to be run by the client (Microsoft.Extensions.AI's name for it).
+    informational_only: bool | None = Field(default=None, alias="informationalOnly")
 
 
 class FunctionResultContent(_Content):
@@ -95,8 +121,12 @@ class FunctionResultContent(_Content):
 
 
 class HostedFileContent(_Content):
+    """A file the provider holds, by id (with its media type and name when known)."""
+
     kind: Literal["hostedFile"] = Field(default="hostedFile", alias="$type")
     file_id: str | None = Field(default=None, alias="fileId")
+    media_type: str | None = Field(default=None, alias="mediaType")
+    name: str | None = None
 
 
 class HostedVectorStoreContent(_Content):
@@ -206,6 +236,8 @@ class OpaqueContent(Record):
         tag = self.extra.get("$type")
         return tag if isinstance(tag, str) else "?"
 
+
+TextContent.model_rebuild()
 
 KNOWN_CONTENTS: tuple[type[_Content], ...] = (
     TextContent,

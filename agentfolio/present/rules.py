@@ -38,20 +38,77 @@ class ToolPairs:
 
 
 def pair_tool_calls(session: Session) -> ToolPairs:
-    """Match each call with the first later result carrying its call id."""
+    """Match each call with the first later result carrying its call id; a result with no
+    id (Gemini's code execution) goes with the latest call before it that has none."""
     pairs = ToolPairs()
     waiting: dict[str, FunctionCallContent] = {}
+    unnamed: list[FunctionCallContent] = []
     for _, message in session.messages():
         for content in message.items:
             if isinstance(content, FunctionCallContent) and content.call_id is not None:
                 waiting.setdefault(content.call_id, content)
                 if content.name:
                     pairs.call_names[content.call_id] = content.name
-            elif isinstance(content, FunctionResultContent) and content.call_id in waiting:
-                call = waiting.pop(content.call_id)
+            elif isinstance(content, FunctionCallContent):
+                unnamed.append(content)
+            elif isinstance(content, FunctionResultContent) and (content.call_id in waiting or (
+                    content.call_id is None and unnamed)):
+                call = waiting.pop(content.call_id) if content.call_id is not None else unnamed.pop()
                 pairs.result_for_call[id(call)] = content
                 pairs.paired_results.add(id(content))
     return pairs
+
+
+# -- Provider facts: redacted reasoning, server-run calls, citations ----------------------
+
+def is_redacted(content: object) -> bool:
+    """Reasoning the provider hid: nothing to read, only data to send back."""
+    from agentfolio.model import ReasoningContent
+
+    return isinstance(content, ReasoningContent) and content.text is None and content.protected_data is not None
+
+
+def is_server_call(content: object) -> bool:
+    """A call the provider ran itself (web search, code execution, MCP...)."""
+    return isinstance(content, FunctionCallContent) and bool(content.informational_only)
+
+
+#: Properties of a server-run call that are bookkeeping, not what it did.
+_CALL_BOOKKEEPING = frozenset({"type", "id", "status", "$form"})
+
+
+def server_details(call: FunctionCallContent) -> dict[str, object]:
+    """What a server-run call carries beside its name and arguments (its action, queries,
+    results, outputs...), shown with it."""
+    if not is_server_call(call):
+        return {}
+    return {key: value for key, value in call.extra.items() if key not in _CALL_BOOKKEEPING}
+
+
+@dataclass(frozen=True, slots=True)
+class CitationLink:
+    """One source a text cites, ready to show: a link only when its URL is http(s)."""
+
+    number: int
+    title: str
+    url: str | None
+    snippet: str | None
+
+
+def citations(content: object) -> list[CitationLink]:
+    from agentfolio.model import Citation, TextContent
+
+    if not isinstance(content, TextContent) or not content.annotations:
+        return []
+    links = []
+    for number, annotation in enumerate(content.annotations, 1):
+        if not isinstance(annotation, Citation):
+            continue
+        url = annotation.url if isinstance(annotation.url, str) and annotation.url.lower().startswith(
+            ("https:", "http:")) else None
+        title = annotation.title or annotation.url or (f"file {annotation.file_id}" if annotation.file_id else "source")
+        links.append(CitationLink(number, title, url, annotation.snippet))
+    return links
 
 
 @dataclass(slots=True)
@@ -185,7 +242,10 @@ def segment_summary(content: object, kind: str | None = None) -> str:
     if kind in ("system_prompt", "long_text"):
         return f"{char_count(content):,} chars · {one_line(content.text, 80)}"  # type: ignore[attr-defined]
     if kind == "reasoning":
-        return f"{len(content.text or ''):,} chars"  # type: ignore[attr-defined]
+        protected = getattr(content, "protected_data", None)
+        if is_redacted(content):
+            return f"redacted · {len(protected or ''):,} chars kept for the provider"
+        return f"{len(content.text or ''):,} chars" + (" · signed" if protected else "")  # type: ignore[attr-defined]
     if kind == "memory":
         return f"{_count(items, 'item')}: " + ", ".join(item.title for item in items[:4])
     if kind == "skills":

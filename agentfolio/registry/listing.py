@@ -19,6 +19,8 @@ from agentfolio.registry.errors import RegistryError, invalid
 
 DEFAULT_PAGE_SIZE = 25
 MAX_PAGE_SIZE = 100
+# Far past any list's end, and well inside the databases' 64-bit OFFSET.
+MAX_OFFSET = 10_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,8 @@ def _int_param(query: Mapping[str, Any], key: str, default: int, low: int, high:
     raw = query.get(key)
     if raw is None or raw == "":
         return default
+    if len(str(raw)) > 30:
+        raise RegistryError(invalid(key, "is too long to be a number this API takes"))
     try:
         value = int(str(raw).strip())
     except ValueError:
@@ -75,7 +79,7 @@ def _int_param(query: Mapping[str, Any], key: str, default: int, low: int, high:
 def parse_page_request(query: Mapping[str, Any], sortable: Sequence[str], *,
                        default_sort: Sorting = Sorting("id", "asc")) -> PageRequest:
     """Paging and sorting from query parameters; errors name the parameter."""
-    offset = _int_param(query, "pagination[offset]", 0, 0, None)
+    offset = _int_param(query, "pagination[offset]", 0, 0, MAX_OFFSET)
     page_size = _int_param(query, "pagination[page_size]", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)
     field = query.get("sorting[field]")
     direction = query.get("sorting[direction]")

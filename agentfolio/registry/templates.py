@@ -8,8 +8,18 @@ python-liquid, with these guarantees:
 
 * **Sandboxed.**  The context holds only JSON data; ``include`` and ``render`` (the only
   tags that reach outside the template) are removed; loops, output size, the local
-  namespace and context depth are bounded, so a hostile template costs bounded time and
-  memory.  A summary longer than :data:`MAX_SUMMARY_CHARS` is cut with ``…``.
+  namespace, context depth, ranges, every filter's input and output, and each render's
+  steps, work and wall-clock time are bounded (:mod:`agentfolio.registry.liquid_sandbox`),
+  so a hostile template costs bounded time and memory.  A summary longer than
+  :data:`MAX_SUMMARY_CHARS` is cut with ``…``.
+* **One read, one budget.**  A read that renders many summaries (a list of spans, a
+  trace) runs them under :func:`summaries_budget` (:data:`SUMMARIES_BUDGET_SECONDS` for
+  all of them): once it is spent, the remaining summaries are "too large" at once, so a
+  page of a hundred bombs costs two seconds, not a hundred times half a second.
+* **Too large is said, not hidden.**  A template that goes over its budget even before it
+  reads any data is reported invalid when the schema version is created; one that goes
+  over on a span's data gets the summary :data:`TOO_LARGE_SUMMARY` (and the reason in
+  :attr:`Rendered.error`) instead of costing seconds at every read.
 * **Compiled once.**  Parsed templates are cached by source text.
 * **Errors say why.**  :func:`check_template` reports a bad template when the schema
   version is created (syntax errors, unknown tags or filters, with line and column),
@@ -29,34 +39,36 @@ from __future__ import annotations
 
 import html
 import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
-from liquid import Environment
-from liquid.exceptions import LiquidError
+from liquid.exceptions import LiquidError, ResourceLimitError
+
+from agentfolio.registry.liquid_sandbox import (
+    RENDER_TIME_BUDGET_SECONDS,
+    BudgetedTemplate,
+    RenderBudget,
+    SandboxedEnvironment,
+    bound_ranges,
+)
 
 MAX_TEMPLATE_CHARS = 10_000
+#: The trial render of a template that reads no data, when a schema version is created:
+#: longer than a read's budget so that a busy machine does not make a good template fail
+#: (steps and work, which do not depend on the machine, bound it well below this).
+TRIAL_TIME_BUDGET_SECONDS = 5.0
 MAX_SUMMARY_CHARS = 2_000
-REMOVED_TAGS = ("include", "render")
-#: ``safe`` only matters with autoescape, which is off: summaries are never markup.
-REMOVED_FILTERS = ("safe",)
-
-
-class SandboxedEnvironment(Environment):
-    """python-liquid environment with resource limits and no file-reaching tags."""
-
-    loop_iteration_limit = 1_000
-    output_stream_limit = 64_000
-    local_namespace_limit = 64_000
-    context_depth_limit = 20
-
-    def setup_tags_and_filters(self, *args: Any, **kwargs: Any) -> None:  # called by Environment.__init__
-        super().setup_tags_and_filters(*args, **kwargs)
-        for name in REMOVED_TAGS:
-            self.tags.pop(name, None)
-        for name in REMOVED_FILTERS:
-            self.filters.pop(name, None)
+#: Seconds all the summaries of one read may take together (:func:`summaries_budget`).
+SUMMARIES_BUDGET_SECONDS = 2.0
+_READ_DEADLINE: ContextVar[float | None] = ContextVar("summaries_deadline", default=None)
+#: The summary of a span whose template went over its render budget on that span's data.
+TOO_LARGE_SUMMARY = "(summary too large: the template went over its render budget)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,18 +91,24 @@ class TemplateCheck:
 class Rendered:
     text: str | None
     error: str | None = None
+    #: The template went over a resource bound (time, steps, sizes) on this data.
+    over_budget: bool = False
 
 
 class TemplateRenderer:
     """Checks and renders templates; one instance is shared process-wide (:data:`RENDERER`)."""
 
-    def __init__(self, cache_size: int = 4096) -> None:
+    def __init__(self, cache_size: int = 4096, time_budget: float = RENDER_TIME_BUDGET_SECONDS) -> None:
         self.environment = SandboxedEnvironment()
+        self.time_budget = time_budget
         self._parse = lru_cache(maxsize=cache_size)(self._parse_uncached)
         self._check = lru_cache(maxsize=cache_size)(self._check_uncached)
 
-    def _parse_uncached(self, source: str):
-        return self.environment.from_string(source)
+    def _parse_uncached(self, source: str) -> BudgetedTemplate:
+        template = self.environment.from_string(source)
+        assert isinstance(template, BudgetedTemplate)
+        bound_ranges(template)
+        return template
 
     def check(self, source: object) -> TemplateCheck:
         if source is None:
@@ -116,6 +134,14 @@ class TemplateRenderer:
             return TemplateCheck("error", f"unknown filter{'s' if len(unknown) > 1 else ''} "
                                           f"{', '.join(map(repr, unknown))} (standard Liquid filters "
                                           "such as default, truncate, upcase, join and size are available)")
+        too_large = bound_ranges(template)
+        if too_large:
+            return TemplateCheck("error", f"template is too large to render: {too_large[0]}")
+        if not analysis.globals:
+            # Reads no data, so every render does exactly what this one does.
+            trial = self._render_parsed(template, {}, max(self.time_budget, TRIAL_TIME_BUDGET_SECONDS))
+            if trial.over_budget:
+                return TemplateCheck("error", f"template is too large to render: {trial.error}")
         return TemplateCheck("success", None, tuple(sorted(analysis.globals)))
 
     def render(self, source: str | None, payload: Mapping[str, Any] | None,
@@ -126,13 +152,39 @@ class TemplateRenderer:
         check = self.check(source)
         if not check.ok:
             return Rendered(None, check.message)
+        time_budget = self.time_budget
+        read_deadline = _READ_DEADLINE.get()
+        if read_deadline is not None:
+            left = read_deadline - time.monotonic()
+            if left <= 0:
+                return Rendered(None, f"this read's summaries went over their {SUMMARIES_BUDGET_SECONDS:g} s budget",
+                                over_budget=True)
+            time_budget = min(time_budget, left)
+        return self._render_parsed(self._parse(source), merge_context(payload, result_payload), time_budget)
+
+    def _render_parsed(self, template: BudgetedTemplate, context: Mapping[str, Any],
+                       time_budget: float | None = None) -> Rendered:
         try:
-            text = self._parse(source).render(**merge_context(payload, result_payload))
+            text = template.render_within(RenderBudget(time_budget or self.time_budget), context)
+        except ResourceLimitError as error:
+            return Rendered(None, describe_liquid_error(error), over_budget=True)
         except LiquidError as error:
             return Rendered(None, describe_liquid_error(error))
-        except (RecursionError, MemoryError, ValueError, TypeError, ArithmeticError) as error:
+        except (RecursionError, MemoryError) as error:
+            return Rendered(None, f"template failed: {type(error).__name__}", over_budget=True)
+        except (ValueError, TypeError, ArithmeticError, OverflowError) as error:
             return Rendered(None, f"template failed: {type(error).__name__}")
         return Rendered(clip(text.strip()))
+
+
+@contextmanager
+def summaries_budget(seconds: float = SUMMARIES_BUDGET_SECONDS) -> Iterator[None]:
+    """Within this block, all renders together take at most ``seconds``."""
+    token = _READ_DEADLINE.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _READ_DEADLINE.reset(token)
 
 
 def merge_context(payload: Mapping[str, Any] | None, result_payload: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -181,5 +233,7 @@ def render_template(source: str | None, payload: Mapping[str, Any] | None,
 
 def render_summary(source: str | None, payload: Mapping[str, Any] | None,
                    result_payload: Mapping[str, Any] | None = None) -> str | None:
-    """The span ``summary`` field: rendered text, or ``None`` (no template, or it failed)."""
-    return RENDERER.render(source, payload, result_payload).text
+    """The span ``summary`` field: rendered text; :data:`TOO_LARGE_SUMMARY` when the
+    template went over its budget on this data; ``None`` (no template, or it failed)."""
+    rendered = RENDERER.render(source, payload, result_payload)
+    return TOO_LARGE_SUMMARY if rendered.over_budget else rendered.text

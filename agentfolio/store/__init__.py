@@ -10,10 +10,12 @@ from sqlalchemy.engine import Engine
 
 from agentfolio.settings import Settings
 from agentfolio.store.accounts import Account, Accounts
+from agentfolio.store.blob_refs import Swept, sweep
 from agentfolio.store.blobs import BlobStore, open_blob_store
 from agentfolio.store.engine import create_engine, migrate
 from agentfolio.store.registry import Registry
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, StoreError, VersionConflict
+from agentfolio.store.tokens import Tokens
 from agentfolio.store.sessions import Appended, Created, SessionInfo, Sessions
 
 
@@ -25,6 +27,7 @@ class Store:
         self.engine = engine
         self.blobs = blobs
         self.accounts = Accounts(engine)
+        self.tokens = Tokens(engine)
         self.sessions = Sessions(engine, blobs, settings)
         self.registry = Registry(engine)
 
@@ -35,6 +38,10 @@ class Store:
         if run_migrations:
             migrate(engine)
         return cls(settings, engine, open_blob_store(settings))
+
+    def sweep_blobs(self) -> Swept:
+        """Remove the blobs nothing points at any more (see ``store.blob_refs``)."""
+        return sweep(self.engine, self.blobs)
 
     def close(self) -> None:
         self.engine.dispose()

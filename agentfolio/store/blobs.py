@@ -1,27 +1,52 @@
 """Where large contents live: a folder by default, any S3-compatible store by configuration.
 
-Keys are ``<account>/<session>/<sha256>``; a session's blobs go with it (reset, delete).
-A blob is written before the transaction that refers to it commits, so a crash leaves at
-worst an unreferenced blob, never a reference to a missing one.
+The store is content-addressed: a blob's key is ``sha256/<first two hex digits>/<sha256>``
+of its bytes (:func:`content_key`), so one key always names the same bytes, whoever wrote
+them and whatever was deleted before.  ``put`` is idempotent (it writes only what is
+missing).  Which entries point at which blob is kept in the database
+(``store.blob_refs``); blobs are written before the row that points at them and removed
+only by the sweep, when nothing points at them.
+
+Before content addressing, keys were ``<account>/<session>/<sha256>``
+(:func:`legacy_key`); the sweep moves such blobs to their content keys and reads look in
+both places meanwhile.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+import time
 from pathlib import Path
-from typing import Protocol
+from typing import Iterator, Protocol
 from urllib.parse import unquote, urlparse
 
 from agentfolio.settings import Settings, SettingsError
 
+CONTENT_KEY = re.compile(r"sha256/([0-9a-f]{2})/(\1[0-9a-f]{62})")
+LEGACY_KEY = re.compile(r"([0-9]+)/([0-9]+)/([0-9a-f]{64})")
+
+
+def content_key(digest: str) -> str:
+    return f"sha256/{digest[:2]}/{digest}"
+
+
+def legacy_key(account_pk: int, session_pk: int, digest: str) -> str:
+    return f"{account_pk}/{session_pk}/{digest}"
+
 
 class BlobStore(Protocol):
-    def put(self, key: str, data: bytes) -> None: ...
+    def put(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` unless the key is already there."""
 
     def get(self, key: str) -> bytes: ...
 
-    def delete_prefix(self, prefix: str) -> None: ...
+    def delete(self, key: str) -> None:
+        """Remove the key; nothing happens when it is not there."""
+
+    def listing(self) -> Iterator[str]:
+        """Every key in the store (for the sweep)."""
 
 
 class BlobMissing(LookupError):
@@ -29,6 +54,9 @@ class BlobMissing(LookupError):
 
 
 class FolderBlobStore:
+    # A temporary file this old belongs to a put that died; younger ones may be in flight.
+    STALE_TEMPORARY_SECONDS = 3600.0
+
     def __init__(self, root: Path) -> None:
         self.root = root
 
@@ -60,16 +88,32 @@ class FolderBlobStore:
         except FileNotFoundError:
             raise BlobMissing(key) from None
 
-    def delete_prefix(self, prefix: str) -> None:
-        folder = self._path(prefix.rstrip("/"))
-        if not folder.is_dir():
+    def delete(self, key: str) -> None:
+        path = self._path(key)
+        path.unlink(missing_ok=True)
+        if LEGACY_KEY.fullmatch(key):
+            # Nothing writes under the old per-session folders any more: drop them when empty.
+            for folder in (path.parent, path.parent.parent):
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
+
+    def listing(self) -> Iterator[str]:
+        if not self.root.is_dir():
             return
-        for path in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-            if path.is_dir():
-                path.rmdir()
-            else:
-                path.unlink(missing_ok=True)
-        folder.rmdir()
+        stale = time.time() - self.STALE_TEMPORARY_SECONDS
+        for folder, _, files in os.walk(self.root):
+            for name in files:
+                path = Path(folder, name)
+                if name.startswith(".tmp-"):
+                    try:
+                        if path.stat().st_mtime < stale:
+                            path.unlink(missing_ok=True)
+                    except FileNotFoundError:
+                        pass
+                    continue
+                yield path.relative_to(self.root).as_posix()
 
 
 class S3BlobStore:
@@ -83,6 +127,12 @@ class S3BlobStore:
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
 
     def put(self, key: str, data: bytes) -> None:
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=self.prefix + key)  # type: ignore[attr-defined]
+            return  # content-addressed: same key, same bytes
+        except self.client.exceptions.ClientError as error:  # type: ignore[attr-defined]
+            if error.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey", "NotFound"):
+                raise
         self.client.put_object(Bucket=self.bucket, Key=self.prefix + key, Body=data)  # type: ignore[attr-defined]
 
     def get(self, key: str) -> bytes:
@@ -92,12 +142,14 @@ class S3BlobStore:
             raise BlobMissing(key) from None
         return answer["Body"].read()
 
-    def delete_prefix(self, prefix: str) -> None:
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self.prefix + key)  # type: ignore[attr-defined]
+
+    def listing(self) -> Iterator[str]:
         paginator = self.client.get_paginator("list_objects_v2")  # type: ignore[attr-defined]
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix.rstrip("/") + "/"):
-            keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
-            if keys:
-                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys})  # type: ignore[attr-defined]
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix):
+            for item in page.get("Contents", []):
+                yield item["Key"][len(self.prefix):]
 
 
 def open_blob_store(settings: Settings) -> BlobStore:

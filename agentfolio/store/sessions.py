@@ -11,7 +11,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import sqlalchemy as sa
 from pydantic import TypeAdapter, ValidationError
@@ -24,7 +24,8 @@ from agentfolio.formats.errors import FormatError, Problem, json_pointer
 from agentfolio.model import Entry
 from agentfolio.settings import Settings
 from agentfolio.store.accounts import Account
-from agentfolio.store.blobs import BlobStore
+from agentfolio.store.blob_refs import keep_blobs, point_at_blobs
+from agentfolio.store.blobs import BlobMissing, BlobStore, content_key, legacy_key
 from agentfolio.store.documents import (
     PackedEntry,
     assemble,
@@ -115,21 +116,15 @@ class Sessions:
                            first_activity_at=row.first_activity_at, last_activity_at=row.last_activity_at,
                            expires_at=row.updated_at + ttl if ttl > 0 else None)
 
-    def _blob_prefix(self, account: Account, session_pk: int) -> str:
-        return f"{account.pk}/{session_pk}"
-
-    def _put_blobs(self, account: Account, session_pk: int, packed: list[PackedEntry]) -> None:
-        prefix = self._blob_prefix(account, session_pk)
-        for entry in packed:
-            for _, digest, data in entry.blobs:
-                self.blobs.put(f"{prefix}/{digest}", data)
-
     def _insert_entries(self, connection: Connection, session_pk: int, first: int, packed: list[PackedEntry]) -> None:
+        """The entries and the blobs they point at: the blobs' bytes are stored first."""
+        references = keep_blobs(connection, self.blobs, session_pk, first, packed)
         rows = [{"session_pk": session_pk, "position": first + index, "kind": entry.kind,
                  "created_at": entry.created_at, "body": entry.body, "blobs": entry.blob_refs, "text": entry.text}
                 for index, entry in enumerate(packed)]
         for start in range(0, len(rows), _INSERT_BATCH):
             connection.execute(sa.insert(entries), rows[start:start + _INSERT_BATCH])
+        point_at_blobs(connection, references)
 
     def _pack(self, entry: Any) -> PackedEntry:
         return pack_entry(entry, blob_threshold=self.settings.blob_threshold,
@@ -146,6 +141,16 @@ class Sessions:
 
     def get_bytes(self, account: Account, session_id: str) -> tuple[SessionInfo, bytes]:
         """The session's durable state as JSON bytes, exactly as written, and its info."""
+        for _ in range(2):
+            try:
+                return self._get_bytes(account, session_id)
+            except BlobMissing:
+                # A reset or delete committed after our snapshot and the sweep took the
+                # blobs it no longer needed: read the session as it is now.
+                continue
+        return self._get_bytes(account, session_id)
+
+    def _get_bytes(self, account: Account, session_id: str) -> tuple[SessionInfo, bytes]:
         with self.engine.connect() as connection:
             if connection.dialect.name == "postgresql":
                 # The session row and its entries from one snapshot.
@@ -158,10 +163,15 @@ class Sessions:
                 bodies = connection.execute(sa.select(entries.c.body, entries.c.blobs)
                                             .where(entries.c.session_pk == row.pk)
                                             .order_by(entries.c.position)).all()
-        prefix = self._blob_prefix(account, row.pk)
-
         def fetch(digest: str) -> bytes:
-            return self.blobs.get(f"{prefix}/{digest}")
+            try:
+                return self.blobs.get(content_key(digest))
+            except BlobMissing:
+                pass
+            try:  # stored before blobs were content-addressed, and not moved yet by the sweep
+                return self.blobs.get(legacy_key(account.pk, row.pk, digest))
+            except BlobMissing:
+                return self.blobs.get(content_key(digest))  # moved meanwhile
 
         parts = (body if refs is None else unpack_body(body, refs, fetch) for body, refs in bodies)
         return self._info(row), assemble(row.head, row.history_at, parts)
@@ -241,7 +251,6 @@ class Sessions:
                     updated_at=now, first_activity_at=min(times, default=None),
                     last_activity_at=max(times, default=None), source_hash=source_hash,
                 ).returning(sessions.c.pk)).scalar_one()
-                self._put_blobs(account, session_pk, packed)
                 self._insert_entries(connection, session_pk, 0, packed)
         except IntegrityError:
             self._purge_expired_id(account, session_id)
@@ -265,21 +274,41 @@ class Sessions:
         """
         if not isinstance(entry, dict):
             raise InvalidInput("an entry must be a JSON object", pointer="")
-        packed = self._pack(entry)
+        return self.append_many(account, session_id, [entry], expected_version=expected_version, strict=strict)
+
+    def append_many(self, account: Account, session_id: str, new_entries: Sequence[Any], *,
+                    expected_version: int | None, strict: bool = True) -> Appended:
+        """Add entries at the end of the history together (a request and its response), as one write:
+        the version goes up by one, and no other writer's entry can land between them.
+
+        The cost is that of the entries added, whatever the history's length.  ``position``
+        in the result is where the first one went; problems point into the list (``/1/...``)
+        when there is more than one entry.
+        """
+        if not new_entries:
+            raise InvalidInput("nothing to append: give at least one entry", pointer="")
+        for index, entry in enumerate(new_entries):
+            if not isinstance(entry, dict):
+                raise InvalidInput("an entry must be a JSON object",
+                                   pointer="" if len(new_entries) == 1 else f"/{index}")
+        packed = [self._pack(entry) for entry in new_entries]
+        times = [entry.created_at for entry in packed if entry.created_at is not None]
         values: dict[str, Any] = {
-            "version": sessions.c.version + 1, "entry_count": sessions.c.entry_count + 1, "updated_at": time.time(),
+            "version": sessions.c.version + 1, "entry_count": sessions.c.entry_count + len(packed),
+            "updated_at": time.time(),
         }
-        if packed.created_at is not None:
-            values["first_activity_at"] = sa.func.coalesce(sessions.c.first_activity_at, packed.created_at)
+        if times:
+            earliest, latest = min(times), max(times)
+            values["first_activity_at"] = sa.func.coalesce(sessions.c.first_activity_at, earliest)
             values["last_activity_at"] = sa.case(
-                (sessions.c.last_activity_at.is_(None), packed.created_at),
-                (sessions.c.last_activity_at < packed.created_at, packed.created_at),
+                (sessions.c.last_activity_at.is_(None), latest),
+                (sessions.c.last_activity_at < latest, latest),
                 else_=sessions.c.last_activity_at)
         condition = self._visible(account, session_id)
         if expected_version is not None:
             condition = sa.and_(condition, sessions.c.version == expected_version)
         with write_transaction(self.engine) as connection:
-            # The guarded UPDATE takes the row lock and says where the entry goes, in one
+            # The guarded UPDATE takes the row lock and says where the entries go, in one
             # round trip; anything refused below rolls it back with the transaction.
             row = connection.execute(sa.update(sessions).where(condition).values(**values)
                                      .returning(*_INFO_COLUMNS, sessions.c.history_at)).first()
@@ -289,15 +318,18 @@ class Sessions:
                 if current is None:
                     raise NotFound(f"no session {session_id!r}")
                 raise VersionConflict(session_id, expected_version if expected_version is not None else -1, current)
-            problems = check_entry(entry, row.schema_version, strict=strict)
+            problems: list[Problem] = []
+            for index, entry in enumerate(new_entries):
+                prefix = "" if len(new_entries) == 1 else f"/{index}"
+                problems.extend(Problem(prefix + p.pointer, p.message)
+                                for p in check_entry(entry, row.schema_version, strict=strict, prefix=prefix))
             if row.history_at is None:
                 head = connection.execute(sa.select(sessions.c.head).where(sessions.c.pk == row.pk)).scalar_one()
                 new_head, history_at = head_with_history(head, None)
                 connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk)
                                    .values(head=new_head, history_at=history_at))
-            position = row.entry_count - 1
-            self._put_blobs(account, row.pk, [packed])
-            self._insert_entries(connection, row.pk, position, [packed])
+            position = row.entry_count - len(packed)
+            self._insert_entries(connection, row.pk, position, packed)
         return Appended(self._info(row), position, problems)
 
     def reset(self, account: Account, session_id: str, *, expected_version: int | None = None) -> SessionInfo:
@@ -307,18 +339,19 @@ class Sessions:
             version = row.schema_version or durable_state.DEFAULT_VERSION
             head, history_at, _ = split_document({"schemaVersion": version, "data": {"conversationHistory": []}})
             connection.execute(sa.delete(entries).where(entries.c.session_pk == row.pk))
-            connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk).values(
+            # The blobs the entries pointed at are the sweep's to collect, never removed here:
+            # a write racing with this one may point at the same bytes.
+            done = connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk).values(
                 version=sessions.c.version + 1, entry_count=0, head=head, history_at=history_at,
-                schema_version=version, updated_at=time.time(), first_activity_at=None, last_activity_at=None))
-        self.blobs.delete_prefix(self._blob_prefix(account, row.pk))
-        return self.info(account, session_id)
+                schema_version=version, updated_at=time.time(), first_activity_at=None, last_activity_at=None)
+                .returning(*_INFO_COLUMNS)).one()
+        return self._info(done)
 
     def delete(self, account: Account, session_id: str, *, expected_version: int | None = None) -> None:
         with write_transaction(self.engine) as connection:
             row = self._locked(connection, account, session_id, expected_version)
             connection.execute(sa.delete(entries).where(entries.c.session_pk == row.pk))
             connection.execute(sa.delete(sessions).where(sessions.c.pk == row.pk))
-        self.blobs.delete_prefix(self._blob_prefix(account, row.pk))
 
     def _locked(self, connection: Connection, account: Account, session_id: str,
                 expected_version: int | None) -> Any:
@@ -348,8 +381,6 @@ class Sessions:
                 pks = [row.pk for row in rows]
                 connection.execute(sa.delete(entries).where(entries.c.session_pk.in_(pks)))
                 connection.execute(sa.delete(sessions).where(sessions.c.pk.in_(pks)))
-            for row in rows:
-                self.blobs.delete_prefix(f"{row.account_pk}/{row.pk}")
             removed += len(rows)
 
 
@@ -362,23 +393,27 @@ def check_document(document: Any, *, strict: bool) -> list[Problem]:
     return result.problems
 
 
-def check_entry(entry: dict[str, Any], schema_version: str | None, *, strict: bool) -> list[Problem]:
-    """Check one entry against its session's schema version, as if it were the whole history."""
+def check_entry(entry: dict[str, Any], schema_version: str | None, *, strict: bool,
+                prefix: str = "") -> list[Problem]:
+    """Check one entry against its session's schema version, as if it were the whole history.
+
+    ``prefix`` is where the entry sits in what was posted, for the pointer of a refusal."""
     version = schema_version or durable_state.DEFAULT_VERSION
     try:
         _, problems, _ = durable_state.validate({"schemaVersion": version, "data": {"conversationHistory": [entry]}})
     except FormatError as error:
         raise InvalidInput(error.message, pointer=error.pointer) from None
-    prefix = "/data/conversationHistory/0"
-    problems = [Problem(p.pointer[len(prefix):] if p.pointer.startswith(prefix) else p.pointer, p.message)
+    inside = "/data/conversationHistory/0"
+    problems = [Problem(p.pointer[len(inside):] if p.pointer.startswith(inside) else p.pointer, p.message)
                 for p in problems]
     if problems and strict:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise InvalidInput(f"{problems[0].message}{more}", pointer=problems[0].pointer, problems=problems)
+        raise InvalidInput(f"{problems[0].message}{more}", pointer=prefix + problems[0].pointer,
+                           problems=[Problem(prefix + p.pointer, p.message) for p in problems])
     try:
         _ENTRY.validate_python(entry)
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         path = [step for step in first["loc"] if isinstance(step, int) or "[" not in str(step)]
-        raise InvalidInput(f"cannot read entry: {first['msg']}", pointer=json_pointer(path)) from None
+        raise InvalidInput(f"cannot read entry: {first['msg']}", pointer=prefix + json_pointer(path)) from None
     return problems

@@ -51,6 +51,20 @@ tokens = sa.Table(
     sa.Column("revoked_at", sa.Float, nullable=True),
 )
 
+# A viewer's signed-in browser: the cookie holds a random secret (only its SHA-256 is
+# kept), never the API token itself.  Signing out ends the row; revoking the token it
+# signed in with ends every browser session it opened.
+viewer_sessions = sa.Table(
+    "viewer_sessions", metadata,
+    sa.Column("pk", BigKey, primary_key=True, autoincrement=True),
+    sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), nullable=False),
+    sa.Column("token_pk", sa.BigInteger, sa.ForeignKey("tokens.pk", ondelete="CASCADE"), nullable=False),
+    sa.Column("secret_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Index(None, "expires_at"),
+)
+
 sessions = sa.Table(
     "sessions", metadata,
     sa.Column("pk", BigKey, primary_key=True, autoincrement=True),
@@ -90,6 +104,29 @@ entries = sa.Table(
     sa.Column("blobs", sa.Text, nullable=True),
     # Lower-cased text of the entry's messages, for search.
     sa.Column("text", sa.Text, nullable=False),
+)
+
+# The blob store is content-addressed: a blob's key is the SHA-256 of its bytes, so a key
+# names the same bytes for ever and is never reused for other ones.  ``blobs`` has a row
+# for every blob a write put in the store, ``entry_blobs`` says which entries point at it.
+# Writers lock the blob's row while they make sure its bytes are stored and point at it;
+# only the sweep (store.blob_sweep) removes a blob, under the same row lock, when no entry
+# points at it.  Nothing is removed inline after a reset or a delete.
+blobs = sa.Table(
+    "blobs", metadata,
+    sa.Column("digest", sa.String(64), primary_key=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+entry_blobs = sa.Table(
+    "entry_blobs", metadata,
+    sa.Column("session_pk", sa.BigInteger, primary_key=True),
+    sa.Column("position", sa.Integer, primary_key=True, autoincrement=False),
+    # No cascade: a blob row an entry points at cannot be deleted.
+    sa.Column("digest", sa.String(64), sa.ForeignKey("blobs.digest"), primary_key=True),
+    sa.ForeignKeyConstraint(["session_pk", "position"], ["entries.session_pk", "entries.position"],
+                            ondelete="CASCADE"),
+    sa.Index(None, "digest"),
 )
 
 # The agent registry defines its tables on the same metadata (migration 0002_registry).

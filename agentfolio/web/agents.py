@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import orjson
 
 from agentfolio import _json
+from agentfolio.errors import AgentfolioError
 from agentfolio.registry.errors import RegistryError
 from agentfolio.registry.risk import (
     ACTIONS,
@@ -145,24 +146,33 @@ class CompatView:
     reason: str
     problems: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    #: The HTTP status the answer goes out with: 422 for input that cannot be checked
+    #: (malformed, or too complex to check in time), 503 when the server is stopping.
+    status: int = 200
 
 
-def check_compatibility(output_text: str, input_text: str) -> CompatView:
-    """Is every body valid under the output schema also valid under the input schema?"""
-    from agentfolio.body import BodyError, MessageBodySchema, is_compatible
+#: Status of each refusal code; anything else about the input is a 422.
+_STATUS_FOR_CODE = {"service_unavailable": 503, "internal_error": 500}
+
+
+def check_compatibility(output_text: str, input_text: str, *, timeout: float = 10.0) -> CompatView:
+    """Is every body valid under the output schema also valid under the input schema?
+    Decided in a child process stopped after ``timeout`` seconds ("too complex")."""
+    from agentfolio.body import BodyError, MessageBodySchema
+    from agentfolio.body.compat import check_compatibility as check_under_deadline
 
     schemas = []
     for label, text in (("output schema", output_text), ("input schema", input_text)):
         try:
             schemas.append(MessageBodySchema.parse(_json.loads(text)))
         except orjson.JSONDecodeError as error:
-            return CompatView(None, "", error=f"{label}: not JSON: {error}")
+            return CompatView(None, "", error=f"{label}: not JSON: {error}", status=422)
         except (BodyError, ValueError) as error:
-            return CompatView(None, "", error=f"{label}: {error}")
+            return CompatView(None, "", error=f"{label}: {error}", status=422)
     try:
-        result = is_compatible(schemas[0], schemas[1])
-    except (BodyError, ValueError) as error:
-        return CompatView(None, "", error=str(error))
+        result = check_under_deadline(schemas[0], schemas[1], timeout=timeout)
+    except AgentfolioError as error:
+        return CompatView(None, "", error=str(error), status=_STATUS_FOR_CODE.get(error.code, 422))
     problems = [{"kind": p.kind, "reason": p.reason, "counterexample": p.counterexample.to_dict()}
                 for p in result.problems]
     return CompatView(result.compatible, result.reason, problems)

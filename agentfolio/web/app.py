@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import re
 import threading
-
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from importlib import resources
 from typing import Any, Callable, Iterator
 from urllib.parse import quote, urlencode
@@ -39,19 +40,25 @@ from agentfolio.formats.jsonio import gc_paused
 from agentfolio.web import html
 from agentfolio.web import agents as agent_views
 from agentfolio.web import registry_data
+from agentfolio.app.accounts import VIEWER_SESSION_SECONDS
 from agentfolio.app.documents import schema_version_of
 from agentfolio.web.csrf import refuse_cross_site
 from agentfolio.web.documents import Opened, OpenedFiles, open_bytes
 from agentfolio.web.traces import trace_from_document
 
-COOKIE = "agentfolio_token"
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: https: http:; "
-       "media-src 'self' data: blob: https: http:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
+COOKIE = "agentfolio_session"
+# Images and media only from this origin or the record itself (data:): a record cannot make
+# the viewer's browser fetch from its author's server (a read receipt); remote media are
+# shown as a link that opens in a new tab on a click.
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+       "media-src 'self' data: blob:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
        "frame-ancestors 'none'")
 SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
                     "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY"}
 STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
                 ".svg": "image/svg+xml"}
+# What a static file's name may hold: no separators, NUL or other bytes a path could trip on.
+STATIC_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 LIST_PAGE = 50
 #: Most entries one request renders ("load all" asks for pages this big).
 MAX_PAGE_ENTRIES = 1000
@@ -142,6 +149,19 @@ class WebViewer:
     opened: OpenedFiles = field(default_factory=OpenedFiles)
     sessions: _Lru = field(default_factory=lambda: _Lru(8))
 
+    @property
+    def compat_timeout(self) -> float:
+        """Seconds a compatibility check may run (``AGENTFOLIO_COMPAT_TIMEOUT``)."""
+        settings = getattr(self.folio, "settings", None)
+        if settings is None:
+            from agentfolio.settings import Settings, SettingsError
+
+            try:
+                settings = Settings.from_env()
+            except SettingsError:
+                settings = Settings()
+        return float(settings.compat_timeout)
+
     # -- who is asking --------------------------------------------------------------
 
     @property
@@ -154,11 +174,13 @@ class WebViewer:
             return Who(None, None)
         if self.account is not None:
             return Who(self.account, self.account.pk)
-        token = request.cookies.get(COOKIE)
+        # The cookie holds a sign-in's secret (ended by signing out or revoking its token);
+        # scripts may send the API token itself as a bearer header instead.
+        secret = request.cookies.get(COOKIE)
+        account = self.folio.accounts.viewer_account(secret) if secret else None
         header = request.headers.get("authorization", "")
-        if not token and header.lower().startswith("bearer "):
-            token = header[7:].strip()
-        account = self.folio.accounts.authenticate(token) if token else None
+        if account is None and header.lower().startswith("bearer "):
+            account = self.folio.accounts.authenticate(header[7:].strip())
         return Who(account, account.pk) if account is not None else None
 
     # -- responses ------------------------------------------------------------------
@@ -306,7 +328,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/static/{name}")
     async def static(name: str) -> Response:
         suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
-        if "/" in name or "\\" in name or name.startswith(".") or suffix not in STATIC_TYPES:
+        if not STATIC_NAME.fullmatch(name) or suffix not in STATIC_TYPES:
             return Response("not found", status_code=404, media_type="text/plain")
         try:
             data = resources.files("agentfolio.web").joinpath("static", name).read_bytes()
@@ -326,17 +348,21 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         target = _local(str(form.get("next") or "/"), viewer.prefix)
         if viewer.folio is None:
             return RedirectResponse(target, status_code=303)
-        account = await run_in_threadpool(viewer.folio.accounts.authenticate, token) if token else None
-        if account is None:
+        signed_in = await run_in_threadpool(viewer.folio.accounts.sign_in_viewer, token) if token else None
+        if signed_in is None:
             return viewer.page(request, "login.html", None, 401, next=target, nav=None,
                                message="That token is not valid (unknown or revoked).")
         response = RedirectResponse(target, status_code=303)
-        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https",
-                            path=viewer.prefix or "/", max_age=30 * 24 * 3600)
+        response.set_cookie(COOKIE, signed_in[0], httponly=True, samesite="strict",
+                            secure=request.url.scheme == "https", path=viewer.prefix or "/",
+                            max_age=VIEWER_SESSION_SECONDS)
         return response
 
     @router.post("/logout")
     async def logout(request: Request) -> Response:
+        secret = request.cookies.get(COOKIE)
+        if secret and viewer.folio is not None:  # ended here, not only forgotten by this browser
+            await run_in_threadpool(viewer.folio.accounts.sign_out_viewer, secret)
         response = RedirectResponse(f"{viewer.prefix}/login", status_code=303)
         response.delete_cookie(COOKIE, path=viewer.prefix or "/")
         return response
@@ -537,11 +563,14 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         form = await request.form(max_files=0, max_fields=4)
         output_schema = str(form.get("output_schema") or "")[:200_000]
         input_schema = str(form.get("input_schema") or "")[:200_000]
-        result = await run_in_threadpool(agent_views.check_compatibility, output_schema, input_schema)
+        result = await run_in_threadpool(partial(agent_views.check_compatibility, output_schema, input_schema,
+                                                 timeout=viewer.compat_timeout))
         if request.headers.get("hx-request"):
+            # htmx swaps only 2xx answers in: the fragment carries the refusal itself.
             return HTMLResponse(html.render("partials/compat_result.html", base=viewer.prefix, compat=result),
                                 headers=SECURITY_HEADERS)
-        return viewer.page(request, "agents.html", who, nav="agents", **await run_in_threadpool(_agents_context, who),
+        return viewer.page(request, "agents.html", who, status=result.status, nav="agents",
+                           **await run_in_threadpool(_agents_context, who),
                            compat=result, output_schema=output_schema, input_schema=input_schema)
 
     # -- side by side ---------------------------------------------------------------

@@ -124,6 +124,11 @@ class SegmentView:
     media: list[rules.Media] = field(default_factory=list)
     #: The content's JSON, for kinds shown raw.
     raw: Any = None
+    #: A text's sources; reasoning the provider hid; a call the provider ran and what it did.
+    citations: list[rules.CitationLink] = field(default_factory=list)
+    redacted: bool = False
+    server: bool = False
+    details: Any = None
 
 
 @dataclass(slots=True)
@@ -201,7 +206,11 @@ def segment_view(content: Any, pairs: rules.ToolPairs | None = None) -> SegmentV
     view = SegmentView(kind, content, folded=rules.is_folded(content, kind))
     if view.folded or kind in rules.FOLDED_KINDS:
         view.summary = rules.segment_summary(content, kind)
+    view.citations = rules.citations(content)
+    view.redacted = rules.is_redacted(content)
     if isinstance(content, FunctionCallContent):
+        view.server = rules.is_server_call(content)
+        view.details = rules.server_details(content) or None
         view.result = pairs.result_of(content) if pairs else None
         view.failed = rules.call_failed(view.result)
         view.anchor = _anchor(content.call_id)

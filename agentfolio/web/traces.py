@@ -84,7 +84,16 @@ class Trace:
 def build_trace(spans: list[dict[str, Any]], *, schema_version: dict[str, Any] | None = None,
                 instance: dict[str, Any] | None = None, stored: bool = False) -> Trace:
     """``stored``: the spans come from the store, which validated them and rendered their
-    summaries when they were written and read; those are shown as recorded."""
+    summaries when they were written and read; those are shown as recorded. The summaries
+    rendered here share one read's budget, however many spans there are."""
+    from agentfolio.registry.templates import summaries_budget
+
+    with summaries_budget():
+        return _build_trace(spans, schema_version=schema_version, instance=instance, stored=stored)
+
+
+def _build_trace(spans: list[dict[str, Any]], *, schema_version: dict[str, Any] | None,
+                 instance: dict[str, Any] | None, stored: bool) -> Trace:
     compiled = None
     if schema_version:
         from agentfolio.web.agents import span_types_of

@@ -78,6 +78,24 @@ def test_session_lifecycle(clients) -> None:
     assert_error(alice.get("/api/v1/sessions/s1"), 404, "not_found")
 
 
+def test_a_turn_posted_as_an_array_is_appended_as_one_write(clients) -> None:
+    alice, _ = clients
+    created = alice.post("/api/v1/sessions", params={"id": "turns"},
+                         json={"schemaVersion": "1.2.0", "data": {"conversationHistory": []}})
+    assert created.status_code == 201, created.text
+    turn = [entry("question"), {**entry("answer"), "$type": "response"}]
+    appended = alice.post("/api/v1/sessions/turns/entries", json=turn, headers={"If-Match": '"1"'})
+    assert appended.status_code == 201, appended.text
+    assert appended.headers["etag"] == '"2"' and appended.json()["details"]["position"] == 0
+    assert appended.json()["details"]["session"]["entryCount"] == 2
+    assert_error(alice.post("/api/v1/sessions/turns/entries", json=[], headers={"If-Match": "*"}), 400,
+                 "invalid_value")
+    assert_error(alice.post("/api/v1/sessions/turns/entries", json=[entry("ok"), 3], headers={"If-Match": "*"}),
+                 400, "invalid_value")
+    history = alice.get("/api/v1/sessions/turns").json()["data"]["conversationHistory"]
+    assert history == turn
+
+
 def test_duplicate_ids_conflict(clients) -> None:
     alice, _ = clients
     assert alice.post("/api/v1/sessions", params={"id": "dup"}, content=SAMPLE.read_bytes()).status_code == 201

@@ -25,3 +25,13 @@ def test_same_format_is_lossless() -> None:
     document = orjson.loads(sample.read_bytes())
     report = convert_report(document, to="durable-state").to_json()
     assert report["losses"] == [] and report["document"] == document
+
+
+def test_provider_transcripts_are_detected_and_converted_with_losses_into_them() -> None:
+    for folder, name in (("anthropic", "anthropic"), ("openai_responses", "openai-responses"), ("gemini", "gemini"),
+                         ("langchain", "langchain"), ("a2a", "a2a")):
+        document = orjson.loads((FIXTURES / folder / "gallery.json").read_bytes())
+        report = convert_report(document, to="openai-chat").to_json()
+        assert report["from"] == name and report["valid"] is True
+        assert report["losses"], f"{name}: something of it has no Chat Completions form"
+        assert convert_report(document, to=name).to_json()["document"] == document

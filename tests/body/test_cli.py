@@ -120,3 +120,28 @@ def test_real_subprocess_entry_point(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "agentfolio.cli", "body", "compat", "x"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_the_glob_bombs_answer_at_once(tmp_path: Path) -> None:
+    from tests.bombs import EXPLODING, GLOBSTAR_CHAIN, NEAR_MISS, TWENTY_STARS, two_big_schemas, within_deadline
+
+    body = write(tmp_path, "b.json", {"parts": [{"name": NEAR_MISS, "content_type": "text/plain", "content": "x"}]})
+    stars = write(tmp_path, "stars.json", {"parts": [{"name": TWENTY_STARS}]})
+    validated = within_deadline(lambda: run("validate", "--schema", stars, body))
+    assert validated.exit_code == 1 and "no name glob matches" in validated.output
+    listed = within_deadline(lambda: run("ls", body, TWENTY_STARS))
+    assert listed.exit_code == 0 and listed.output == ""
+
+    chain = write(tmp_path, "chain.json", {"parts": [{"name": GLOBSTAR_CHAIN}]})
+    refused = within_deadline(lambda: run("validate", "--schema", chain, body))
+    assert refused.exit_code == 2 and "too complex: it has 60" in refused.output
+    assert within_deadline(lambda: run("ls", body, GLOBSTAR_CHAIN)).exit_code == 2
+
+    big_out, big_in = (write(tmp_path, f"{n}.json", s) for n, s in zip(("o", "i"), two_big_schemas(), strict=True))
+    too_big = within_deadline(lambda: run("compat", big_out, big_in))
+    assert too_big.exit_code == 2 and "too complex: it has 2,000 parts" in too_big.output
+
+    exploding = write(tmp_path, "x.json", {"parts": [{"name": EXPLODING, "required": True}]})
+    undecided = within_deadline(lambda: run("compat", exploding, "example:chat", "--timeout", "2"))
+    assert undecided.exit_code == 3, undecided.output
+    assert "took longer than 2 s and was stopped" in undecided.output and "Traceback" not in undecided.output

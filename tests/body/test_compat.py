@@ -113,3 +113,51 @@ def test_many_disjoint_parts_stay_fast(n: int) -> None:
             {"name": "/d0/x", "required": True})
     result = is_compatible(out, inp)
     assert not result and result.problems[0].kind == "missing_required"
+
+
+# -- under a deadline --------------------------------------------------------------------
+
+
+def test_the_checked_answer_is_the_plain_answer():
+    from agentfolio.body.compat import check_compatibility
+    from agentfolio.body.examples import load_schema
+
+    for out, inp in (("chat", "multimodal-chat"), ("multimodal-chat", "chat")):
+        checked = check_compatibility(load_schema(out), load_schema(inp), timeout=60)
+        plain = is_compatible(load_schema(out), load_schema(inp))
+        assert checked.compatible == plain.compatible and checked.reason == plain.reason
+        assert [p.counterexample for p in checked.problems] == [p.counterexample for p in plain.problems]
+
+
+def test_a_check_that_would_run_for_minutes_is_stopped_as_too_complex():
+    from agentfolio._deadline import DeadlineExceededError
+    from agentfolio.body.compat import check_compatibility
+    from tests.bombs import EXPLODING, within_deadline
+
+    exploding = {"parts": [{"name": EXPLODING, "required": True}]}
+    with pytest.raises(DeadlineExceededError, match="compatibility check took longer than 2 s") as raised:
+        within_deadline(lambda: check_compatibility(exploding, {"parts": [{"name": "/x/**"}]}, timeout=2))
+    assert raised.value.code == "too_complex"
+
+
+def test_oversized_schemas_are_refused_before_any_work():
+    from agentfolio.body import BodyError
+    from agentfolio.body.compat import check_compatibility
+    from tests.bombs import two_big_schemas, within_deadline
+
+    output, input_ = two_big_schemas()
+    with pytest.raises(BodyError, match="too complex: it has 2,000 parts"):
+        within_deadline(lambda: check_compatibility(output, input_, timeout=60))
+
+
+def test_automata_over_their_state_limit_are_refused(monkeypatch):
+    from agentfolio.body import automata
+    from agentfolio.body.errors import TooComplexError
+
+    monkeypatch.setattr(automata, "MAX_STATES", 10)
+    automata.fsm.cache_clear()
+    try:
+        with pytest.raises(TooComplexError, match="states \\(limit 10\\)"):
+            is_compatible({"parts": [{"name": "/abcdefghijklmnop/*"}]}, {"parts": [{"name": "/**"}]})
+    finally:
+        automata.fsm.cache_clear()

@@ -63,8 +63,8 @@ def test_valid_template_reports_the_fields_it_reads():
 
 
 def test_runaway_loops_and_output_are_bounded_and_never_raise():
-    looped = render_template("{% for i in (1..100000000) %}x{% endfor %}", {})
-    assert looped.text is None and "loop iteration limit" in looped.error
+    looped = render_template("{% for i in (1..n) %}x{% endfor %}", {"n": 5_000})
+    assert looped.text is None and "loop iteration limit" in looped.error and looped.over_budget
     grown = render_template('{% assign s = "xxxxxxxxxx" %}{% for i in (1..30) %}{% assign s = s | append: s %}'
                             '{% endfor %}{{ s }}', {})
     assert grown.text is None and "limit" in grown.error

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import orjson
@@ -97,6 +98,28 @@ def test_append_versions_and_conflicts(store: Store) -> None:
     _, document = store.sessions.get_document(account, "s1")
     texts = [e["messages"][0]["contents"][0]["text"] for e in document["data"]["conversationHistory"]]
     assert texts == ["one", "two", "three"]
+
+
+def test_a_turn_appended_together_is_one_write(store: Store) -> None:
+    account = store.accounts.ensure("alice")
+    store.sessions.create(account, state(request_entry("one")), session_id="s1")
+    turn = [request_entry("two", "2025-11-04T19:34:00Z"), response_entry("three", "2025-11-04T19:35:00Z")]
+    appended = store.sessions.append_many(account, "s1", turn, expected_version=1)
+    assert (appended.position, appended.session.version, appended.session.entry_count) == (1, 2, 3)
+    latest = datetime(2025, 11, 4, 19, 35, tzinfo=timezone.utc).timestamp()
+    assert appended.session.last_activity_at == pytest.approx(latest)
+    with pytest.raises(VersionConflict):
+        store.sessions.append_many(account, "s1", turn, expected_version=1)
+    # One bad entry refuses the whole turn: nothing of it is stored, the version stays.
+    with pytest.raises(InvalidInput) as refused:
+        store.sessions.append_many(account, "s1", [request_entry("four"), {"$type": "request", "messages": "no"}],
+                                   expected_version=2)
+    assert refused.value.pointer is not None and refused.value.pointer.startswith("/1")
+    with pytest.raises(InvalidInput):
+        store.sessions.append_many(account, "s1", [], expected_version=2)
+    info, document = store.sessions.get_document(account, "s1")
+    texts = [e["messages"][0]["contents"][0]["text"] for e in document["data"]["conversationHistory"]]
+    assert texts == ["one", "two", "three"] and info.version == 2
 
 
 def test_append_checks_the_entry_against_the_session_schema(store: Store) -> None:

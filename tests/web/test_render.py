@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from agentfolio.formats import canonical
+from agentfolio.formats import canonical, durable_state
 from agentfolio.model import TextContent
 from agentfolio.model.contents import Presentation
 from agentfolio.present import rules
@@ -126,3 +127,31 @@ def test_pages_refuse_foreign_redirects_after_sign_in():
     assert _local("//evil.test/x", "") == "/"
     assert _local("https://evil.test", "") == "/"
     assert _local("/sessions?q=a", "") == "/sessions?q=a"
+
+
+def test_remote_media_is_not_loaded_with_the_page():
+    """Neither the policy nor the markup lets a record make the browser fetch from elsewhere:
+    a remote image or clip is a link that opens on a click; the record's own data: media show."""
+    from agentfolio.web.app import CSP
+
+    policy = {part.split()[0]: part.split()[1:] for part in CSP.split("; ")}
+    for directive in ("img-src", "media-src", "default-src", "connect-src"):
+        sources = policy.get(directive, policy["default-src"])
+        assert not any(source.rstrip(":") in ("http", "https", "*") or "//" in source for source in sources), (
+            directive, sources)
+    beacon = "https://author.example/pixel.png?reader=1"
+    document = {"schemaVersion": "1.2.0", "data": {"conversationHistory": [{"$type": "response", "messages": [
+        {"role": "assistant", "contents": [
+            {"$type": "uri", "uri": beacon, "mediaType": "image/png", "altText": "remote"},
+            {"$type": "uri", "uri": "https://author.example/clip.mp4", "mediaType": "video/mp4"},
+            {"$type": "data", "uri": "data:image/png;base64,iVBORw0KGgo=", "mediaType": "image/png",
+             "altText": "inline"}]}]}]}}
+    client = TestClient(create_web_app())
+    page = client.post("/open", files={"file": ("remote.json", json.dumps(document).encode(), "application/json")})
+    assert page.status_code == 200
+    srcs = re.findall(r'<(?:img|audio|video|source)[^>]*\ssrc="([^"]*)"', page.text)
+    assert srcs == ["data:image/png;base64,iVBORw0KGgo="]
+    assert f'href="{beacon.replace("&", "&amp;")}"' in page.text and 'rel="noopener noreferrer nofollow"' in page.text
+    exported = html.export_html(durable_state.read(document, strict=False).session, title="remote")
+    assert "https:" not in re.search(r'Content-Security-Policy" content="([^"]*)"', exported).group(1)
+    assert not re.findall(r'<(?:img|audio|video)[^>]*\ssrc="https?:', exported)

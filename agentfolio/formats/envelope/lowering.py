@@ -12,6 +12,7 @@ from agentfolio.formats.envelope.spec import MESSAGE_KEYS, REQUEST_ROLES, ROLES,
 from agentfolio.formats.envelope.timestamps import iso_to_ms, ms_to_iso, timestamp_problem
 from agentfolio.formats.errors import FormatError
 from agentfolio.formats.losses import (
+    drop_provider_fields,
     ConvertOptions,
     Lowered,
     Origin,
@@ -229,6 +230,7 @@ class _EnvelopeLowering:
                     UnknownContent: "unknown-wrapped content"}.get(type(content), f"content of kind {content.kind!r}")
             rec.drop(content, pointer, None, what, "the envelope has no segment for it")
             return None
+        drop_provider_fields(rec, content, pointer, "the envelope")
         handler = getattr(self, "_" + type(content).__name__, None)
         lowered, kind = handler(content, pointer, role) if handler else (None, None)
         if lowered is None:

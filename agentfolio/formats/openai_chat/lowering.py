@@ -6,6 +6,7 @@ from typing import Any
 
 from agentfolio import _json
 from agentfolio.formats.losses import (
+    drop_provider_fields,
     ConvertOptions,
     Loss,
     Lowered,
@@ -99,6 +100,7 @@ def _lower_message(rec: Recorder, message: Message, entry_index: int, index: int
     results: list[FunctionResultContent] = []
     for position, content in enumerate(message.items):
         where = content_pointer(entry_index, index, position)
+        drop_provider_fields(rec, content, where, "Chat Completions")
         if isinstance(content, FunctionResultContent):
             results.append(_lower_result(rec, content, where))
             result_pointers[id(results[-1])] = rec.at(content, where)

@@ -10,6 +10,7 @@ from agentfolio import _json
 from agentfolio.registry import ids
 from agentfolio.registry.listing import list_body, page_info, parse_page_request
 from agentfolio.registry.risk import DataRisk, RiskProfile, score_span_type
+from agentfolio.registry.templates import summaries_budget
 from agentfolio.registry.spans import (
     CompiledSchemaVersion,
     SpanProblem,
@@ -216,5 +217,7 @@ class _SpanOps:
         rows, total = self._page(t_spans, where, page, SPAN_SORT)
         summaries = _flag(f.get("include_summaries"), "include_summaries")
         risk = self._profile() if _flag(f.get("include_risk_level"), "include_risk_level") else None
-        return Outcome(200, list_body([self.span_json(row._mapping, summaries=summaries, risk=risk) for row in rows],
+        with summaries_budget():
+            listed = [self.span_json(row._mapping, summaries=summaries, risk=risk) for row in rows]
+        return Outcome(200, list_body(listed,
                                       page_info(total, page.offset, page.page_size, len(rows)), page.sorting))

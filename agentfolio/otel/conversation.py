@@ -1,0 +1,204 @@
+"""One conversation's LLM spans joined into one session that holds each message once.
+
+Each chat span repeats the history so far as its input.  Spans are taken in start
+order; a span's input is matched against the history built so far:
+
+* the history is a prefix of the input (the usual case): the rest is new;
+* else the longest end of the history that begins the input (an agent that trims old
+  turns): what follows it is new;
+* else nothing can be placed: the input is appended as it is and the session says so
+  in its notes (``agentfolio.otel.notes``), while the span keeps the messages as sent.
+
+Messages are compared by role and contents (ids, times and presentation aside, tool
+arguments compared as parsed JSON), so the same message sent as a JSON string and as a
+structured value is one message.  System instructions and tool definitions open the
+session (a system message carrying the text and a tool catalog); a later span that
+changes them adds a new system message.  Each span's answer is a response entry with
+its token usage and finish time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from agentfolio.formats import convert
+from agentfolio.model import (
+    Content,
+    FunctionCallContent,
+    Message,
+    RequestEntry,
+    ResponseEntry,
+    Session,
+    SessionData,
+    ToolCatalogContent,
+)
+from agentfolio.otel.mapping import LLM_OPERATIONS
+from agentfolio.otel.messages import SpanMessages, read_span_messages
+
+__all__ = ["BuiltSession", "build_conversation", "build_session"]
+
+NOTES_KEY = "agentfolio.otel"
+MAX_NOTES = 50
+
+
+@dataclass(slots=True)
+class BuiltSession:
+    session: Session
+    #: The session as durable agent state (what the store keeps).
+    document: dict[str, Any]
+    agent: str | None
+    notes: list[str] = field(default_factory=list)
+    losses: int = 0
+
+
+def build_conversation(payloads: Iterable[Mapping[str, Any]]) -> tuple[Session, list[str], str | None] | None:
+    """The canonical session of these span payloads (start order), its notes and its
+    agent name; ``None`` when no span carries a message."""
+    history: list[Message] = []
+    keys: list[bytes] = []
+    entries: list[RequestEntry | ResponseEntry] = []
+    notes: list[str] = []
+    agent: str | None = None
+    opening: bytes | None = None
+    read = [(payload, read_span_messages(payload)) for payload in payloads]
+    for payload, found in read:
+        notes.extend(f"{_label(payload)}: {problem}" for problem in found.problems)
+    # Agent spans (invoke_agent) repeat what their model calls said, aggregated; they
+    # tell the conversation only when no model call does, and lend their tool definitions.
+    model_calls = [(p, f) for p, f in read if not f.empty and _kind(p) != "agent"]
+    agent_tools = next((f.tools for p, f in read if _kind(p) == "agent" and f.tools), [])
+    for payload, found in model_calls or [(p, f) for p, f in read if not f.empty]:
+        span_label = _label(payload)
+        if agent is None:
+            agent = _agent_name(payload)
+        if not found.tools and agent_tools:
+            found.tools = list(agent_tools)
+        request: list[Message] = []
+        system = _system_message(found)
+        if system is not None:
+            system_key = _key(system)
+            if system_key != opening:
+                opening = system_key
+                request.append(system)
+        incoming = [m for m in found.input if not (m.role == "system" and system is not None)]
+        incoming_keys = [_key(m) for m in incoming]
+        start = _overlap(keys, incoming_keys)
+        if start is None:
+            notes.append(f"{span_label}: its {len(incoming)} input message(s) do not continue the conversation "
+                         "so far; kept in order after it")
+            start = 0
+        for message, key in zip(incoming[start:], incoming_keys[start:], strict=False):
+            request.append(message)
+            history.append(message)
+            keys.append(key)
+        when = _iso(payload.get("end_time_unix_nano") or payload.get("start_time_unix_nano"))
+        if request:
+            opened: dict[str, Any] = {}
+            if payload.get("start_time_unix_nano"):
+                opened["created_at"] = _iso(payload.get("start_time_unix_nano"))
+            entries.append(RequestEntry(messages=tuple(request), **opened))
+        if found.output or found.usage is not None:
+            extra: dict[str, Any] = {"created_at": when} if when else {}
+            if found.usage is not None:
+                extra["usage"] = found.usage
+            entries.append(ResponseEntry(messages=tuple(found.output), **extra))
+            for message in found.output:
+                history.append(message)
+                keys.append(_key(message))
+    if not entries:
+        return None
+    if len(notes) > MAX_NOTES:
+        notes = [*notes[:MAX_NOTES], f"and {len(notes) - MAX_NOTES} more"]
+    return Session(data=SessionData(conversation_history=tuple(entries))), notes, agent
+
+
+def build_session(payloads: Iterable[Mapping[str, Any]]) -> BuiltSession | None:
+    """:func:`build_conversation` written as durable agent state through the one
+    conversion path (kinds durable state has no type for, such as the tool catalog,
+    lowered with their loss counted); the notes go under ``agentfolio.otel``."""
+    built = build_conversation(payloads)
+    if built is None:
+        return None
+    session, notes, agent = built
+    conversion = convert.convert(session, to="durable-state", from_="canonical")
+    document = dict(conversion.result)
+    if notes:
+        document[NOTES_KEY] = {"notes": notes}
+    return BuiltSession(session, document, agent, notes, len(conversion.losses))
+
+
+def _system_message(found: SpanMessages) -> Message | None:
+    contents: list[Content] = list(found.system)
+    system_inputs = [m for m in found.input if m.role == "system"]
+    if not contents:
+        for message in system_inputs:
+            contents.extend(message.items)
+    if found.tools:
+        contents.append(ToolCatalogContent(items=tuple(found.tools)))
+    return Message(role="system", contents=tuple(contents)) if contents else None
+
+
+def _overlap(history: list[bytes], incoming: list[bytes]) -> int | None:
+    """Where the new messages of ``incoming`` start; ``None`` if it cannot be placed."""
+    if not history:
+        return 0
+    if incoming[:len(history)] == history:
+        return len(history)
+    for size in range(min(len(history), len(incoming)), 0, -1):
+        if history[-size:] == incoming[:size]:
+            return size
+    if not incoming:
+        return 0
+    return None
+
+
+def _key(message: Message) -> bytes:
+    return orjson.dumps([message.role, [_content_key(content) for content in message.items]],
+                        option=orjson.OPT_SORT_KEYS)
+
+
+def _content_key(content: Any) -> Any:
+    value = content.to_json_value() if hasattr(content, "to_json_value") else dict(content.extra)
+    value.pop("presentation", None)
+    if isinstance(content, FunctionCallContent) and isinstance(content.arguments, str):
+        with contextlib.suppress(orjson.JSONDecodeError):
+            value["arguments"] = orjson.loads(content.arguments)
+    return value
+
+
+def _label(payload: Mapping[str, Any]) -> str:
+    return f"span {payload.get('span_id')} ({payload.get('name')})"
+
+
+def _kind(payload: Mapping[str, Any]) -> str:
+    """``agent`` for agent-level spans, ``model`` for model calls, ``other`` otherwise."""
+    attributes = payload.get("attributes") or {}
+    operation = attributes.get("gen_ai.operation.name")
+    if operation in ("invoke_agent", "create_agent", "invoke_workflow"):
+        return "agent"
+    kind = attributes.get("openinference.span.kind")
+    if isinstance(kind, str) and kind.upper() in ("AGENT", "CHAIN"):
+        return "agent"
+    return "model" if operation in LLM_OPERATIONS or (isinstance(kind, str) and kind.upper() == "LLM") else "other"
+
+
+def _agent_name(payload: Mapping[str, Any]) -> str | None:
+    attributes = payload.get("attributes") or {}
+    for key in ("gen_ai.agent.name", "gen_ai.agent.id"):
+        if isinstance(attributes.get(key), str) and attributes[key]:
+            return str(attributes[key])[:200]
+    service = ((payload.get("resource") or {}).get("attributes") or {}).get("service.name")
+    return service[:200] if isinstance(service, str) and service else None
+
+
+def _iso(nanos: Any) -> str | None:
+    if not isinstance(nanos, int) or nanos <= 0:
+        return None
+    moment = datetime.fromtimestamp(nanos // 1_000_000_000, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos % 1_000_000_000 // 1000:06d}Z"

@@ -1,0 +1,450 @@
+"""The messages of one LLM span, read into the canonical model under every convention
+instrumentations use:
+
+* **OTel GenAI** (semantic conventions 1.37+): ``gen_ai.system_instructions``,
+  ``gen_ai.input.messages``, ``gen_ai.output.messages`` and ``gen_ai.tool.definitions``
+  as structured attribute values or as JSON strings, on the span or on its
+  ``gen_ai.client.inference.operation.details`` event (parts: ``text``, ``reasoning``,
+  ``tool_call``, ``tool_call_response``, ``blob``, ``uri``, ``file``);
+* **legacy GenAI attributes**: ``gen_ai.prompt.N.role/content/tool_calls.M.*`` and
+  ``gen_ai.completion.N.*``;
+* **legacy GenAI events**: ``gen_ai.system.message``, ``gen_ai.user.message``,
+  ``gen_ai.assistant.message``, ``gen_ai.tool.message``, ``gen_ai.choice``, and the
+  older ``gen_ai.content.prompt`` / ``gen_ai.content.completion``;
+* **OpenInference**: ``llm.input_messages.N.message.*``, ``llm.output_messages.N.*``,
+  ``llm.tools.N.tool.json_schema``, ``llm.token_count.*``.
+
+Chat-completion-shaped messages are read by the OpenAI chat format's reader (one
+implementation of that shape); GenAI parts are read here.  What cannot be read is
+reported in :attr:`SpanMessages.problems`, never dropped silently: the span keeps it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from agentfolio.formats import openai_chat
+from agentfolio.formats.errors import FormatError
+from agentfolio.model import (
+    Content,
+    DataContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    HostedFileContent,
+    Message,
+    ReasoningContent,
+    TextContent,
+    ToolDescription,
+    UnknownContent,
+    UriContent,
+    Usage,
+)
+
+__all__ = ["SpanMessages", "read_span_messages"]
+
+INFERENCE_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+_LEGACY_ROLE_EVENTS = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
+                       "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
+_INDEXED = re.compile(r"^(?P<prefix>gen_ai\.prompt|gen_ai\.completion|llm\.input_messages|llm\.output_messages"
+                      r"|llm\.tools)\.(?P<index>\d{1,6})\.(?P<rest>.+)$")
+MAX_INDEX = 100_000
+
+
+@dataclass(slots=True)
+class SpanMessages:
+    """What an LLM span says was sent and answered."""
+
+    system: list[Content] = field(default_factory=list)
+    tools: list[ToolDescription] = field(default_factory=list)
+    input: list[Message] = field(default_factory=list)
+    output: list[Message] = field(default_factory=list)
+    usage: Usage | None = None
+    model: str | None = None
+    #: Messages or values found but not readable, one line each.
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.system or self.tools or self.input or self.output)
+
+
+def read_span_messages(payload: Mapping[str, Any]) -> SpanMessages:
+    """The messages of a stored span payload (``OtelSpan.to_json``)."""
+    attributes = _obj(payload.get("attributes"))
+    events = [e for e in payload.get("events") or () if isinstance(e, dict)]
+    found = SpanMessages()
+    details = next((_obj(e.get("attributes")) for e in events if e.get("name") == INFERENCE_DETAILS_EVENT), {})
+    genai = {**details, **{k: v for k, v in attributes.items() if k.startswith("gen_ai.")}}
+    if any(key in genai for key in ("gen_ai.input.messages", "gen_ai.output.messages",
+                                    "gen_ai.system_instructions")):
+        _read_genai(genai, found)
+    else:
+        indexed = _indexed(attributes)
+        if "gen_ai.prompt" in indexed or "gen_ai.completion" in indexed:
+            _read_legacy_attributes(indexed, found)
+        elif "llm.input_messages" in indexed or "llm.output_messages" in indexed:
+            _read_openinference(indexed, found)
+        else:
+            _read_legacy_events(events, found)
+        if "llm.tools" in indexed:
+            found.tools.extend(_openinference_tools(indexed["llm.tools"], found))
+    if not found.tools and "gen_ai.tool.definitions" in genai:
+        found.tools.extend(_tool_definitions(genai["gen_ai.tool.definitions"], found))
+    found.usage = _usage(attributes)
+    model = attributes.get("gen_ai.response.model") or attributes.get("gen_ai.request.model") \
+        or attributes.get("llm.model_name")
+    found.model = model if isinstance(model, str) else None
+    return found
+
+
+# --------------------------------------------------------------------------- OTel GenAI
+
+
+def _json(value: Any, what: str, found: SpanMessages) -> Any:
+    if isinstance(value, (bytes, str)):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError as error:
+            found.problems.append(f"{what} is not JSON ({error})")
+            return None
+    return value
+
+
+def _read_genai(attributes: Mapping[str, Any], found: SpanMessages) -> None:
+    system = _json(attributes.get("gen_ai.system_instructions"), "gen_ai.system_instructions", found)
+    if isinstance(system, list):
+        found.system.extend(genai_parts(system, "gen_ai.system_instructions", found.problems))
+    elif isinstance(system, str):  # some emitters send the plain text
+        found.system.append(TextContent(text=system))
+    for key, into in (("gen_ai.input.messages", found.input), ("gen_ai.output.messages", found.output)):
+        value = _json(attributes.get(key), key, found)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            found.problems.append(f"{key} is not an array of messages")
+            continue
+        into.extend(genai_messages(value, key, found.problems))
+
+
+def genai_messages(values: Iterable[Any], where: str, problems: list[str]) -> list[Message]:
+    """GenAI messages (``{"role", "parts": [...], "name"?, "finish_reason"?}``)."""
+    out = []
+    for index, raw in enumerate(values):
+        if not isinstance(raw, dict) or not isinstance(raw.get("role"), str):
+            problems.append(f"{where}[{index}] is not a message with a role")
+            continue
+        contents = genai_parts(raw.get("parts") or [], f"{where}[{index}].parts", problems)
+        extension = {k: v for k, v in raw.items() if k not in ("role", "parts", "name")}
+        optional: dict[str, Any] = {}
+        if isinstance(raw.get("name"), str):
+            optional["author_name"] = raw["name"]
+        if extension:
+            optional["extension_data"] = extension
+        message = Message(role=raw["role"], contents=tuple(contents), **optional)
+        out.append(message)
+    return out
+
+
+def genai_parts(parts: Iterable[Any], where: str, problems: list[str]) -> list[Content]:
+    out: list[Content] = []
+    for index, part in enumerate(parts):
+        if not isinstance(part, dict):
+            problems.append(f"{where}[{index}] is not a part object")
+            continue
+        built: Content | None = _genai_part(part)
+        if built is None:
+            built = UnknownContent(content=part)
+        out.append(built)
+    return out
+
+
+def _genai_part(part: dict[str, Any]) -> Content | None:
+    kind = part.get("type")
+    text = part.get("content")
+    if kind == "text" and isinstance(text, str):
+        return TextContent(text=text)
+    if kind in ("reasoning", "thinking") and isinstance(text, str):
+        return ReasoningContent(text=text)
+    if kind == "tool_call":
+        return FunctionCallContent(**_some(call_id=_text(part.get("id")), name=_text(part.get("name"))),
+                                   arguments=part.get("arguments"))
+    if kind == "tool_call_response":
+        return FunctionResultContent(**_some(call_id=_text(part.get("id"))), result=part.get("response"))
+    mime = _text(part.get("mime_type"))
+    if kind == "blob" and isinstance(text, str):
+        media = mime or f"{part.get('modality') or 'application'}/*"
+        return DataContent(uri=f"data:{media};base64,{text}", media_type=media)
+    if kind == "uri" and isinstance(part.get("uri"), str):
+        return UriContent(uri=part["uri"], **_some(media_type=mime))
+    if kind == "file" and isinstance(part.get("file_id"), str):
+        return HostedFileContent(file_id=part["file_id"])
+    return None
+
+
+def _tool_definitions(value: Any, found: SpanMessages) -> list[ToolDescription]:
+    value = _json(value, "gen_ai.tool.definitions", found)
+    if not isinstance(value, list):
+        return []
+    out = []
+    for raw in value:
+        tool = _tool(raw)
+        if tool is None:
+            found.problems.append("a gen_ai.tool.definitions entry has no name")
+        else:
+            out.append(tool)
+    return out
+
+
+def _tool(raw: Any) -> ToolDescription | None:
+    if not isinstance(raw, dict):
+        return None
+    body = _obj(raw.get("function")) or raw
+    name = body.get("name")
+    if not isinstance(name, str):
+        return None
+    schema = body.get("parameters", body.get("input_schema"))
+    return ToolDescription(name=name, description=_text(body.get("description")) or "",
+                           **({"json_schema": schema} if schema is not None else {}))
+
+
+# --------------------------------------------------------------------------- chat-completion shapes
+
+
+def _indexed(attributes: Mapping[str, Any]) -> dict[str, dict[int, dict[str, Any]]]:
+    """``prefix.N.rest`` attributes grouped: prefix → N → rest → value."""
+    out: dict[str, dict[int, dict[str, Any]]] = {}
+    for key, value in attributes.items():
+        match = _INDEXED.match(key)
+        if match is None:
+            continue
+        index = int(match["index"])
+        if index <= MAX_INDEX:
+            out.setdefault(match["prefix"], {}).setdefault(index, {})[match["rest"]] = value
+    return out
+
+
+def _nested(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"tool_calls.0.id": x}`` → ``{"tool_calls": {0: {"id": x}}}`` (numeric steps as ints)."""
+    out: dict[Any, Any] = {}
+    for key, value in flat.items():
+        steps = key.split(".")
+        node = out
+        for step in steps[:-1]:
+            step_key: Any = int(step) if step.isdigit() else step
+            child = node.get(step_key)
+            if not isinstance(child, dict):
+                child = node[step_key] = {}
+            node = child
+        node[int(steps[-1]) if steps[-1].isdigit() else steps[-1]] = value
+    return out
+
+
+def _ordered(mapping: Any) -> list[Any]:
+    if not isinstance(mapping, dict):
+        return []
+    return [mapping[k] for k in sorted(k for k in mapping if isinstance(k, int))]
+
+
+def _arguments(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def _chat_messages(raw: list[dict[str, Any]], where: str, found: SpanMessages) -> list[Message]:
+    if not raw:
+        return []
+    try:
+        read = openai_chat.FORMAT.read(raw, strict=False)
+    except FormatError as error:
+        found.problems.append(f"{where}: {error.message}")
+        return []
+    return [message for _, message in read.session.messages()]
+
+
+def _content_value(value: Any) -> Any:
+    """Legacy content: a string, or a JSON array of parts as a string."""
+    if isinstance(value, str) and value.startswith("[") and value.endswith("]"):
+        try:
+            parsed = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+        if isinstance(parsed, list) and all(isinstance(p, dict) and "type" in p for p in parsed):
+            return parsed
+    return value
+
+
+def _read_legacy_attributes(indexed: dict[str, dict[int, dict[str, Any]]], found: SpanMessages) -> None:
+    for prefix, into in (("gen_ai.prompt", found.input), ("gen_ai.completion", found.output)):
+        raw = []
+        for index in sorted(indexed.get(prefix, {})):
+            fields = _nested(indexed[prefix][index])
+            message: dict[str, Any] = {"role": fields.get("role") if isinstance(fields.get("role"), str)
+                                       else ("assistant" if prefix == "gen_ai.completion" else "user")}
+            if "content" in fields:
+                message["content"] = _content_value(fields["content"])
+            calls = [{"id": str(call.get("id", "")), "type": "function",
+                      "function": {"name": str(call.get("name", "")), "arguments": _arguments(call.get("arguments",
+                                                                                                     "{}"))}}
+                     for call in _ordered(fields.get("tool_calls")) if isinstance(call, dict)]
+            if calls:
+                message["tool_calls"] = calls
+            if isinstance(fields.get("tool_call_id"), str):
+                message["tool_call_id"] = fields["tool_call_id"]
+            raw.append(message)
+        into.extend(_chat_messages(raw, prefix, found))
+
+
+def _read_openinference(indexed: dict[str, dict[int, dict[str, Any]]], found: SpanMessages) -> None:
+    for prefix, into in (("llm.input_messages", found.input), ("llm.output_messages", found.output)):
+        raw = []
+        for index in sorted(indexed.get(prefix, {})):
+            fields = _nested(indexed[prefix][index]).get("message")
+            if not isinstance(fields, dict):
+                found.problems.append(f"{prefix}.{index} has no message.* attributes")
+                continue
+            message: dict[str, Any] = {"role": fields.get("role") if isinstance(fields.get("role"), str) else "user"}
+            if isinstance(fields.get("name"), str):
+                message["name"] = fields["name"]
+            if "content" in fields:
+                message["content"] = fields["content"]
+            parts = []
+            for item in _ordered(fields.get("contents")):
+                content = item.get("message_content") if isinstance(item, dict) else None
+                if not isinstance(content, dict):
+                    continue
+                if content.get("type") == "image":
+                    image = content.get("image")
+                    url = image.get("image", {}).get("url") if isinstance(image, dict) else None
+                    if isinstance(url, str):
+                        parts.append({"type": "image_url", "image_url": {"url": url}})
+                elif isinstance(content.get("text"), str):
+                    parts.append({"type": "text", "text": content["text"]})
+            if parts and "content" not in message:
+                message["content"] = parts
+            calls = []
+            for item in _ordered(fields.get("tool_calls")):
+                call = item.get("tool_call") if isinstance(item, dict) else None
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict):
+                    calls.append({"id": str(call.get("id", "")), "type": "function",  # type: ignore[union-attr]
+                                  "function": {"name": str(function.get("name", "")),
+                                               "arguments": _arguments(function.get("arguments", "{}"))}})
+            if calls:
+                message["tool_calls"] = calls
+            if isinstance(fields.get("tool_call_id"), str):
+                message["tool_call_id"] = fields["tool_call_id"]
+            raw.append(message)
+        into.extend(_chat_messages(raw, prefix, found))
+
+
+def _openinference_tools(tools: dict[int, dict[str, Any]], found: SpanMessages) -> list[ToolDescription]:
+    out = []
+    for index in sorted(tools):
+        schema = _json(tools[index].get("tool.json_schema"), f"llm.tools.{index}.tool.json_schema", found)
+        tool = _tool(schema)
+        if tool is not None:
+            out.append(tool)
+    return out
+
+
+def _read_legacy_events(events: list[dict[str, Any]], found: SpanMessages) -> None:
+    inputs: list[dict[str, Any]] = []
+    outputs: list[dict[str, Any]] = []
+    for event in events:
+        name = event.get("name")
+        attributes = _obj(event.get("attributes"))
+        if name == "gen_ai.content.prompt":
+            value = _json(attributes.get("gen_ai.prompt"), "gen_ai.content.prompt", found)
+            inputs.extend(m for m in value or () if isinstance(m, dict)) if isinstance(value, list) else None
+        elif name == "gen_ai.content.completion":
+            value = _json(attributes.get("gen_ai.completion"), "gen_ai.content.completion", found)
+            outputs.extend(m for m in value or () if isinstance(m, dict)) if isinstance(value, list) else None
+        elif name in _LEGACY_ROLE_EVENTS:
+            body = _event_body(attributes, found)
+            message = _legacy_message(body, _LEGACY_ROLE_EVENTS[name])
+            inputs.append(message)
+        elif name == "gen_ai.choice":
+            body = _event_body(attributes, found)
+            inner = _obj(body.get("message")) or body
+            message = _legacy_message(inner, "assistant")
+            if body.get("finish_reason") is not None:
+                message["finish_reason"] = body["finish_reason"]
+            outputs.append(message)
+    found.input.extend(_chat_messages(inputs, "gen_ai events", found))
+    found.output.extend(_chat_messages(outputs, "gen_ai.choice events", found))
+
+
+def _event_body(attributes: Mapping[str, Any], found: SpanMessages) -> dict[str, Any]:
+    for key in ("gen_ai.event.content", "event.body", "body"):
+        if key in attributes:
+            value = _json(attributes[key], key, found)
+            if isinstance(value, dict):
+                return value
+    return dict(attributes)
+
+
+def _legacy_message(body: Mapping[str, Any], role: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": body.get("role") if isinstance(body.get("role"), str) else role}
+    if "content" in body:
+        message["content"] = _content_value(body["content"])
+    calls = _json_list(body.get("tool_calls"))
+    if calls:
+        message["tool_calls"] = [_legacy_call(call) for call in calls if isinstance(call, dict)]
+    call_id = body.get("id", body.get("tool_call_id"))
+    if message["role"] == "tool" and isinstance(call_id, str):
+        message["tool_call_id"] = call_id
+    return message
+
+
+def _json_list(value: Any) -> list[Any]:
+    if isinstance(value, str):
+        try:
+            value = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return []
+    return value if isinstance(value, list) else []
+
+
+def _legacy_call(call: dict[str, Any]) -> dict[str, Any]:
+    function = _obj(call.get("function")) or call
+    return {"id": str(call.get("id", "")), "type": "function",
+            "function": {"name": str(function.get("name", "")), "arguments": _arguments(function.get("arguments",
+                                                                                                    "{}"))}}
+
+
+# --------------------------------------------------------------------------- usage
+
+
+def _usage(attributes: Mapping[str, Any]) -> Usage | None:
+    def number(*keys: str) -> int | None:
+        for key in keys:
+            value = attributes.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        return None
+
+    input_tokens = number("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
+    output_tokens = number("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
+                           "llm.token_count.completion")
+    total = number("llm.token_count.total", "gen_ai.usage.total_tokens")
+    if total is None and input_tokens is not None and output_tokens is not None:
+        total = input_tokens + output_tokens
+    if input_tokens is None and output_tokens is None and total is None:
+        return None
+    return Usage(**_some(input_token_count=input_tokens, output_token_count=output_tokens, total_token_count=total))
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _some(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}

@@ -1,0 +1,288 @@
+"""Benchmark: OTel spans per second from the OpenTelemetry SDK's OTLP/HTTP exporter until
+queryable in ``agentfolio serve`` (one server process, its own), on SQLite and PostgreSQL.
+
+The spans are LLM spans (``chat {model}`` with ``gen_ai.input.messages`` /
+``gen_ai.output.messages`` of about 1 KB), 8 per trace under an ``invoke_agent`` root,
+built as SDK ``ReadableSpan`` objects before timing and sent with
+``OTLPSpanExporter.export`` (the exporter encodes and posts them, as in an application)
+from ``--senders`` threads, ``--batch`` spans per request.  The server answers once the
+spans are stored, so the last answer is the moment all are queryable; the stored count
+is checked afterwards.  The rate is printed per tenth of the run, to show whether it
+stays flat as the table grows.
+
+The baseline, in the same server and run: the same number of spans of the same size
+through the Prefactor API's ``POST /api/v1/bulk`` (``agent_spans/create`` items with the
+messages as payload), from as many senders; the figure to beat is the ratio.
+
+Then a sender faster than the server (``--flood`` threads posting without waiting for
+one another) checks back-pressure: the server's peak resident memory and how many
+requests it answered 429.
+
+PostgreSQL comes from ``AGENTFOLIO_TEST_POSTGRES_URL`` or ``scripts/ensure-postgres.sh``.
+Usage: python bench/otlp.py [--spans N] [--batch N] [--senders N] [--flood N] [--backends sqlite,postgresql]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
+from opentelemetry.sdk.resources import Resource  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope  # noqa: E402
+from opentelemetry.trace import SpanContext, SpanKind, TraceFlags  # noqa: E402
+
+from agentfolio.settings import Settings  # noqa: E402
+from agentfolio.store import Store  # noqa: E402
+
+SPANS_PER_TRACE = 8
+RESOURCE = Resource.create({"service.name": "bench-service"})
+SCOPE = InstrumentationScope("bench", "1.0")
+TEXT = "The quick brown fox jumps over the lazy dog. " * 5  # ~225 characters per message
+
+
+def make_spans(count: int, seed: int) -> list[ReadableSpan]:
+    spans = []
+    start = time.time_ns() - 3_600 * 10**9
+    for index in range(count):
+        trace_no, position = divmod(index, SPANS_PER_TRACE)
+        trace_id = (seed << 64) | (trace_no + 1)
+        root = SpanContext(trace_id, trace_no * 16 + 1, is_remote=False, trace_flags=TraceFlags(1))
+        if position == 0:
+            context, parent = root, None
+            attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "bench-agent"}
+            name = "invoke_agent bench-agent"
+        else:
+            context = SpanContext(trace_id, trace_no * 16 + 1 + position, is_remote=False, trace_flags=TraceFlags(1))
+            parent = root
+            history = [{"role": "user", "parts": [{"type": "text", "content": f"{TEXT} #{i}"}]} for i in range(2)]
+            attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "bench-model",
+                          "gen_ai.input.messages": json.dumps(history),
+                          "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+                              {"type": "text", "content": f"{TEXT} answer {position}"}]}]),
+                          "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 60}
+            name = "chat bench-model"
+        at = start + index * 1000
+        spans.append(ReadableSpan(name=name, context=context, parent=parent, resource=RESOURCE,
+                                  attributes=attributes, kind=SpanKind.CLIENT, start_time=at, end_time=at + 500,
+                                  instrumentation_scope=SCOPE))
+    return spans
+
+
+def postgres_url() -> str | None:
+    url = os.environ.get("AGENTFOLIO_TEST_POSTGRES_URL")
+    if url:
+        return url
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "ensure-postgres.sh")], capture_output=True, text=True)
+    return done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else None
+
+
+def rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class Server:
+    def __init__(self, settings: Settings) -> None:
+        from tests.storage import free_port, settings_env
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = settings_env(settings)
+        self.process = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "agentfolio.server:app_from_env",
+                                         "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
+                                        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(self.url + "/openapi.json", timeout=2)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        raise RuntimeError("server did not start")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(20)
+
+
+def bulk_baseline(url: str, headers: dict[str, str], spans: int, batch: int, senders: int) -> float:
+    """Spans/s through ``/api/v1/bulk`` with payloads the size of the OTel spans' messages."""
+    with httpx.Client(base_url=url, headers=headers, timeout=300) as api:
+        agent = api.post("/api/v1/agent", json={"details": {"name": "bulk-baseline"}}).json()["details"]["id"]
+        instance = api.post("/api/v1/agent_instance/register", json={
+            "agent_id": agent, "agent_version": {"name": "bench"}}).json()["details"]["id"]
+    history = [{"role": "user", "parts": [{"type": "text", "content": f"{TEXT} #{i}"}]} for i in range(2)]
+    answer = [{"role": "assistant", "parts": [{"type": "text", "content": f"{TEXT} answer"}]}]
+    bodies = [json.dumps({"items": [{"_type": "agent_spans/create", "idempotency_key": f"b-{start + i}",
+                                     "details": {"agent_instance_id": instance, "schema_name": "chat bench-model",
+                                                 "status": "complete", "payload": {"input": history},
+                                                 "result_payload": {"output": answer}}}
+                                    for i in range(min(batch, spans - start))]}).encode()
+              for start in range(0, spans, batch)]
+    cursor = iter(bodies)
+    lock = threading.Lock()
+
+    def send() -> None:
+        with httpx.Client(base_url=url, headers={**headers, "Content-Type": "application/json"}, timeout=300) as api:
+            while True:
+                with lock:
+                    body = next(cursor, None)
+                if body is None:
+                    return
+                assert api.post("/api/v1/bulk", content=body).status_code == 200
+
+    began = time.perf_counter()
+    threads = [threading.Thread(target=send) for _ in range(senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return spans / (time.perf_counter() - began)
+
+
+def run_backend(name: str, database_url: str, spans: int, batch: int, senders: int, flood: int) -> dict:
+    with tempfile.TemporaryDirectory() as folder:
+        settings = Settings(data_dir=Path(folder), database_url=database_url or f"sqlite:///{folder}/bench.sqlite3")
+        with Store.open(settings) as store:
+            token, _account = store.accounts.create_token("bench")
+        server = Server(settings)
+        try:
+            headers = {"Authorization": f"Bearer {token}"}
+            warm = make_spans(SPANS_PER_TRACE * 4, seed=1)
+            OTLPSpanExporter(endpoint=server.url + "/v1/traces", headers=headers).export(warm)
+            prepared = make_spans(spans, seed=2)
+            batches = [prepared[i:i + batch] for i in range(0, len(prepared), batch)]
+            done_at: list[tuple[float, int]] = []
+            lock = threading.Lock()
+            failures = []
+            cursor = iter(range(len(batches)))
+
+            def send() -> None:
+                exporter = OTLPSpanExporter(endpoint=server.url + "/v1/traces", headers=headers, timeout=120)
+                while True:
+                    with lock:
+                        index = next(cursor, None)
+                    if index is None:
+                        return
+                    result = exporter.export(batches[index])
+                    with lock:
+                        if result.name != "SUCCESS":
+                            failures.append(index)
+                        done_at.append((time.perf_counter(), len(batches[index])))
+
+            peak = [0]
+            stop = threading.Event()
+
+            def watch() -> None:
+                while not stop.is_set():
+                    peak[0] = max(peak[0], rss_kib(server.process.pid))
+                    time.sleep(0.05)
+
+            watcher = threading.Thread(target=watch, daemon=True)
+            watcher.start()
+            began = time.perf_counter()
+            threads = [threading.Thread(target=send) for _ in range(senders)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            elapsed = time.perf_counter() - began
+            total = sum(count for _, count in done_at)
+            rates = []
+            tenth = max(1, -(-len(done_at) // 10))  # ten windows (fewer when there are fewer requests)
+            ordered = sorted(done_at)
+            previous = began
+            for start in range(0, len(ordered), tenth):
+                chunk = ordered[start:start + tenth]
+                rates.append(round(sum(c for _, c in chunk) / max(1e-9, chunk[-1][0] - previous)))
+                previous = chunk[-1][0]
+            stored = httpx.get(server.url + "/api/v1/agent_spans", params={"page_size": 1}, headers=headers,
+                               timeout=120).json()["pagination"]["item_count"]
+            steady_rss = peak[0]
+            baseline = bulk_baseline(server.url, headers, spans, batch, senders)
+
+            # Flood: many raw posts at once, nobody waiting for anybody.
+            flood_spans = make_spans(batch * flood, seed=3)
+            bodies = [encode_spans(flood_spans[i:i + batch]).SerializeToString()
+                      for i in range(0, len(flood_spans), batch)]
+            answers: list[int] = []
+
+            def post(body: bytes) -> None:
+                response = httpx.post(server.url + "/v1/traces", content=body, timeout=120,
+                                      headers={**headers, "Content-Type": "application/x-protobuf"})
+                with lock:
+                    answers.append(response.status_code)
+
+            peak[0] = 0
+            posters = [threading.Thread(target=post, args=(body,)) for body in bodies]
+            for thread in posters:
+                thread.start()
+            for thread in posters:
+                thread.join()
+            stop.set()
+            watcher.join()
+            return {"backend": name, "spans": total, "seconds": round(elapsed, 2),
+                    "spans_per_s": round(total / elapsed), "bulk_baseline_per_s": round(baseline),
+                    "otlp_vs_bulk": round(total / elapsed / baseline, 2), "per_tenth": rates,
+                    "stored": stored - len(warm),
+                    "failures": len(failures), "rss_mib": round(steady_rss / 1024),
+                    "flood_requests": len(bodies), "flood_429": answers.count(429),
+                    "flood_ok": answers.count(200), "flood_rss_mib": round(peak[0] / 1024)}
+        finally:
+            server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spans", type=int, default=20_000)
+    parser.add_argument("--batch", type=int, default=512)
+    parser.add_argument("--senders", type=int, default=4)
+    parser.add_argument("--flood", type=int, default=64, help="requests posted at once in the back-pressure check")
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    args = parser.parse_args()
+    for backend in args.backends.split(","):
+        if backend == "postgresql":
+            url = postgres_url()
+            if url is None:
+                print({"backend": backend, "skipped": "no PostgreSQL server"})
+                continue
+            import secrets
+
+            import sqlalchemy as sa
+
+            schema = "bench_" + secrets.token_hex(4)
+            admin = sa.create_engine(url)
+            with admin.begin() as connection:
+                connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
+            separator = "&" if "?" in url else "?"
+            try:
+                print(run_backend(backend, f"{url}{separator}options=-csearch_path%3D{schema}", args.spans,
+                                  args.batch, args.senders, args.flood), flush=True)
+            finally:
+                with admin.begin() as connection:
+                    connection.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+        else:
+            print(run_backend(backend, "", args.spans, args.batch, args.senders, args.flood), flush=True)
+
+
+if __name__ == "__main__":
+    main()

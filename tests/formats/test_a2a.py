@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import orjson
+from a2a.types import Task
+from google.protobuf.json_format import MessageToDict, ParseDict
+from hypothesis import HealthCheck, given, settings
+
+from agentfolio.formats import a2a, registry
+from agentfolio.formats.convert import convert
+from agentfolio.model import PartContent, Session
+from tests.provider_strategies import a2a_messages, a2a_tasks
+from tests.strategies import durable_states
+
+GALLERY = Path(__file__).resolve().parents[1] / "fixtures" / "a2a" / "gallery.json"
+
+
+def gallery() -> dict:
+    return orjson.loads(GALLERY.read_bytes())
+
+
+def sdk_task(document: dict) -> dict:
+    """The document as a2a-sdk's own Task reads and writes it (raises if it refuses it)."""
+    return MessageToDict(ParseDict(document, Task()))
+
+
+def test_gallery_written_by_the_sdk_reads_back_whole() -> None:
+    document = gallery()
+    assert registry.detect(document) is a2a.FORMAT
+    assert a2a.validate(document) == []
+    written = a2a.write(a2a.read(copy.deepcopy(document)).session)
+    assert written == document
+    assert sdk_task(written) == document
+
+
+def test_a_task_shows_as_a_conversation_with_its_artifacts() -> None:
+    session = a2a.read(gallery()).session
+    assert [(entry.kind, message.role) for entry, message in session.messages()] == [
+        ("request", "user"), ("response", "assistant"), ("response", "assistant"), ("response", "assistant"),
+        ("response", "assistant")]
+    named = [c for _, m in session.messages() for c in m.items if isinstance(c, PartContent)]
+    assert [(p.name, p.content_type, (p.metadata or {}).get("a2a_filename")) for p in named] == [
+        (None, "application/pdf", "q3.pdf"), (None, "text/markdown", "summary.md"),
+        (None, "image/png", "Revenue chart.png")]
+
+
+def test_message_body_and_a2a_parts_convert_both_ways_with_filename_and_media_type() -> None:
+    body = {"parts": [{"name": "/report.md", "content_type": "text/markdown", "content": "# Q3"},
+                      {"content_type": "image/png", "content_url": "https://example.com/chart.png"}]}
+    there = convert(body, to="a2a")
+    sdk_task(there.result)
+    parts = there.result["history"][0]["parts"]
+    assert parts == [{"text": "# Q3", "mediaType": "text/markdown", "filename": "/report.md"},
+                     {"url": "https://example.com/chart.png", "mediaType": "image/png"}]
+    assert convert(there.result, to="message-body").result == body
+
+
+def test_a_standalone_message_reads_and_writes_back_whole() -> None:
+    message = {"messageId": "m1", "role": "ROLE_AGENT", "parts": [{"data": {"n": 1}}], "contextId": "c"}
+    assert a2a.write(a2a.read(copy.deepcopy(message)).session) == message
+
+
+_SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_SETTINGS
+@given(a2a_tasks)
+def test_any_task_reads_and_writes_back_the_same_json(document: dict) -> None:
+    read = a2a.read(copy.deepcopy(document), strict=False)
+    assert a2a.write(read.session) == document
+    copied = Session.model_validate(orjson.loads(orjson.dumps(read.session.to_json_value())))
+    assert a2a.write(copied) == document
+
+
+@_SETTINGS
+@given(a2a_messages)
+def test_any_message_reads_and_writes_back_the_same_json(document: dict) -> None:
+    assert a2a.write(a2a.read(copy.deepcopy(document), strict=False).session) == document
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(durable_states)
+def test_whatever_is_converted_in_is_a_task_the_validator_and_the_sdk_accept(document: dict) -> None:
+    conversion = convert(document, to="a2a", strict_read=False)
+    assert a2a.validate(conversion.result) == []
+    sdk_task(conversion.result)
