@@ -85,8 +85,14 @@ def test_the_rules_decide_and_both_renderers_ask_them() -> None:
     folded = {kind for kind, (_, content) in zip(kinds, [(m, c) for _, m in session.messages() for c in m.items])
               if rules.is_folded(content, kind)}
     assert folded == {"system_prompt", "memory", "tool_overview", "long_text", "tool_call_result"}
-    source = (ROOT / "agentfolio" / "web" / "html.py").read_text()
-    assert "rules.segment_summary" in source and "rules.is_folded" in source
+    # The web viewer asks the same rules: each segment folds, and sums up, as they say.
+    from agentfolio.web.html import segment_view
+
+    for (_, content), kind in zip([(m, c) for _, m in session.messages() for c in m.items], kinds):
+        view = segment_view(content)
+        assert (view.kind, view.folded) == (kind, rules.is_folded(content, kind))
+        if view.folded:
+            assert view.summary == rules.segment_summary(content, kind)
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -125,5 +131,5 @@ def test_convert_without_loss_is_silent_and_strict_passes(tmp_path: Path) -> Non
     plain = tmp_path / "plain.json"
     plain.write_text('{"version": "1.0", "messages": [{"id": "a", "role": "user", "timestamp": 1, '
                      '"segments": [{"kind": "text", "content": "hi"}]}]}')
-    done = run("convert", str(plain), "--to", "durable-state", "--strict")
+    done = run("convert", str(plain), "--to", "canonical", "--strict")
     assert done.returncode == 0 and done.stderr == ""

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-pytest.importorskip("liquid")
+import liquid  # noqa: E402,F401  (a runtime dependency: missing is an error, not a skip)
 
 from agentfolio.registry.errors import RegistryError  # noqa: E402
 from agentfolio.registry.ids import new_id  # noqa: E402

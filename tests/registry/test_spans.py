@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-pytest.importorskip("liquid")
+import liquid  # noqa: E402,F401  (a runtime dependency: missing is an error, not a skip)
 
 from hypothesis import given, strategies as st  # noqa: E402
 
