@@ -2,6 +2,10 @@ from __future__ import annotations
 
 import base64
 
+# Dev dependencies (installed by `make test`): a missing SDK is an error, not a skip.
+import a2a.compat.v0_3.types as a2a_v03
+import a2a.types as a2a_types
+import acp_sdk.models as acp
 import orjson
 import pytest
 
@@ -15,11 +19,6 @@ from agentfolio.body.interop import (
     to_acp_message,
     to_acp_parts,
 )
-
-# Dev dependencies (installed by `make test`): a missing SDK is an error, not a skip.
-import a2a.compat.v0_3.types as a2a_v03  # noqa: E402
-import a2a.types as a2a_types  # noqa: E402
-import acp_sdk.models as acp  # noqa: E402
 
 
 def same(a: MessageBody, b: MessageBody) -> None:

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -23,7 +23,7 @@ GALLERY = Path(__file__).resolve().parents[1] / "fixtures" / "envelope" / "galle
 def durable_message(roles: list[str]) -> st.SearchStrategy[dict]:
     # At least one text, so a message rarely has nothing an envelope holds.
     body = st.tuples(st.lists(contents, max_size=3), st.fixed_dictionaries({"$type": st.just("text"), "text": text}),
-                     st.integers(0, 3)).map(lambda p: p[0][: p[2]] + [p[1]] + p[0][p[2]:])
+                     st.integers(0, 3)).map(lambda p: [*p[0][:p[2]], p[1], *p[0][p[2]:]])
     return with_unknowns(st.fixed_dictionaries(
         {"role": st.sampled_from(roles), "contents": body},
         optional={"authorName": text, "createdAt": timestamps, "messageId": ids,
@@ -75,7 +75,7 @@ def without_made_up_stamps(original: dict, back: Any) -> dict:
     lowering made up where the original had none (each one reported by that lowering)."""
     result = copy.deepcopy(back.result)
     made_up = {loss.what.split()[-1] for loss in back.losses if loss.approximated}
-    for entry, was in zip(result["data"]["conversationHistory"], original["data"]["conversationHistory"]):
+    for entry, was in zip(result["data"]["conversationHistory"], original["data"]["conversationHistory"], strict=False):
         for key in ("createdAt", "correlationId"):
             if key not in was and key in entry:
                 assert key in made_up, f"{key} made up without a report"

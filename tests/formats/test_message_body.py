@@ -10,10 +10,10 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentfolio.body import MessageBody, MessagePart
+from agentfolio.body import MessageBody
 from agentfolio.formats import durable_state, envelope, message_body, openai_chat, registry
 from agentfolio.formats.convert import convert
 from agentfolio.formats.errors import FormatError, InvalidDocumentError

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
+# A dev dependency: installed by `make test`, so a missing package fails loudly.
+import agent_framework_durabletask._durable_agent_state as ms_state
 import orjson
 import pytest
 
@@ -32,9 +34,6 @@ from agentfolio.model import (
     UriContent,
     Usage,
 )
-
-# A dev dependency: installed by `make test`, so a missing package fails loudly.
-import agent_framework_durabletask._durable_agent_state as ms_state  # noqa: E402
 
 DurableAgentState = ms_state.DurableAgentState
 
@@ -117,7 +116,7 @@ def test_state_serialized_by_microsoft_classes_is_read_by_agentfolio() -> None:
 
     state = DurableAgentState()
     request = RunRequest(message="What's the weather in Paris?", correlation_id="corr-1",
-                         created_at=datetime(2025, 11, 4, 19, 33, 5, tzinfo=timezone.utc), orchestration_id="orch-1")
+                         created_at=datetime(2025, 11, 4, 19, 33, 5, tzinfo=UTC), orchestration_id="orch-1")
     state.data.conversation_history.append(ms_state.DurableAgentStateRequest.from_run_request(request))
     response = AgentResponse(messages=[
         FrameworkMessage(role="assistant", author_name="WeatherAgent", contents=[

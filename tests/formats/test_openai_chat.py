@@ -19,9 +19,9 @@ from pydantic import TypeAdapter
 from agentfolio import _json
 from agentfolio.formats import durable_state, openai_chat, registry
 from agentfolio.formats.convert import LossError, convert
-from agentfolio.formats.losses import ConvertOptions
 from agentfolio.formats.errors import FormatError, InvalidDocumentError
 from agentfolio.formats.jsonio import load_json_file
+from agentfolio.formats.losses import ConvertOptions
 from agentfolio.model import DataContent, FunctionCallContent, FunctionResultContent, TextContent, UriContent
 from tests.envelope_strategies import apply_losses, differences
 from tests.strategies import json_values, unknown_keys

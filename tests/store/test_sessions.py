@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -14,8 +14,7 @@ from agentfolio.store import AlreadyExists, InvalidInput, NotFound, Store, Versi
 from agentfolio.store.tables import sessions as sessions_table
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = sorted((ROOT / "tests" / "fixtures" / "durable_state").glob("*.json")) + [
-    ROOT / "agentfolio" / "samples" / "durable-agent-state.sample.json"]
+FIXTURES = [*sorted((ROOT / "tests" / "fixtures" / "durable_state").glob("*.json")), ROOT / "agentfolio" / "samples" / "durable-agent-state.sample.json"]
 
 
 def request_entry(text: str, created: str = "2025-11-04T19:33:05.245476+00:00") -> dict:
@@ -106,7 +105,7 @@ def test_a_turn_appended_together_is_one_write(store: Store) -> None:
     turn = [request_entry("two", "2025-11-04T19:34:00Z"), response_entry("three", "2025-11-04T19:35:00Z")]
     appended = store.sessions.append_many(account, "s1", turn, expected_version=1)
     assert (appended.position, appended.session.version, appended.session.entry_count) == (1, 2, 3)
-    latest = datetime(2025, 11, 4, 19, 35, tzinfo=timezone.utc).timestamp()
+    latest = datetime(2025, 11, 4, 19, 35, tzinfo=UTC).timestamp()
     assert appended.session.last_activity_at == pytest.approx(latest)
     with pytest.raises(VersionConflict):
         store.sessions.append_many(account, "s1", turn, expected_version=1)
