@@ -107,7 +107,7 @@ def test_body_json_round_trip() -> None:
     [
         ([1], "part 0: must be an object"),
         ({"parts": {}}, "'parts' must be a list"),
-        ({"parts": [], "role": "agent"}, "unknown field"),
+        ({"parts": [], "colour": "red"}, "unknown field"),  # "role" is accepted: a whole ACP Message
         ("x", "must be an object"),
     ],
 )
