@@ -28,7 +28,7 @@ key against the known fields, with errors naming the field.  Omitted fields defa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Callable, Iterable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -537,7 +537,7 @@ def rollup(span_types: Iterable[tuple[str, DataRisk]]) -> RiskRollup:
                       tuple(_flags(pairs, undeclared)), undeclared)
 
 
-def _who(pairs: list[tuple[str, DataRisk]], test) -> tuple[str, ...]:
+def _who(pairs: list[tuple[str, DataRisk]], test: Callable[[DataRisk], bool]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for name, risk in pairs if test(risk)))
 
 
