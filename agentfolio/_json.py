@@ -107,18 +107,20 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def dumps(value: Any, *, indent: bool = False, option: int = 0, default: Callable[[Any], Any] | None = None) -> bytes:
-    """Serialize like ``orjson.dumps``; a value holding an integer beyond 64 bits, which
-    orjson refuses, is written by the standard library with the integer exact."""
+def dumps(value: Any, *, indent: bool = False, option: int = 0,
+          default: Callable[[Any], Any] | None = None) -> bytes:
+    """Serialize like ``orjson.dumps`` (``default`` turns what JSON cannot hold into what it
+    can); a value holding an integer beyond 64 bits, which orjson refuses, is written by the
+    standard library with the integer exact."""
     try:
         return orjson.dumps(value, default=default, option=option | (orjson.OPT_INDENT_2 if indent else 0))
     except orjson.JSONEncodeError as error:
         if "64-bit" not in str(error):
             raise
     indent = indent or bool(option & orjson.OPT_INDENT_2)
-    encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=2 if indent else None, default=default,
+    encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=2 if indent else None,
                                sort_keys=bool(option & orjson.OPT_SORT_KEYS),
-                               separators=(",", ": ") if indent else (",", ":"))
+                               separators=(",", ": ") if indent else (",", ":"), default=default)
     try:
         return encoder.encode(value).encode("utf-8")
     except RecursionError:

@@ -92,3 +92,25 @@ def test_what_orjson_refuses_after_a_huge_integer_is_still_refused() -> None:
                  b"[" + huge + b"," + b"[" * 1100 + b"]" * 1100 + b"]", b"[" + huge + b",]"):
         with pytest.raises(orjson.JSONDecodeError):
             _json.loads(text)
+
+
+@pytest.mark.parametrize("big", [1, 2**70], ids=["orjson", "stdlib-fallback"])
+def test_dumps_default_converts_what_json_cannot_hold_on_both_paths(big: int) -> None:
+    written = _json.dumps({"set": {3}, "n": big, "at": object()}, default=lambda v: sorted(v) if isinstance(v, set)
+                          else "opaque", option=orjson.OPT_SORT_KEYS)
+    assert json.loads(written) == {"at": "opaque", "n": big, "set": [3]}
+
+
+def test_registry_input_fingerprint_serializes_unusual_values() -> None:
+    from dataclasses import dataclass
+
+    from agentfolio.app.registry.inputs import fingerprint
+
+    @dataclass
+    class Command:
+        value: object
+        OPERATION = "demo"  # unannotated: a class attribute, not a field
+
+    # repr stands in for values JSON cannot hold; equal inputs fingerprint alike, different ones not.
+    assert fingerprint(Command(2**70)) == fingerprint(Command(2**70))
+    assert fingerprint(Command(frozenset({1}))) != fingerprint(Command(frozenset({2})))

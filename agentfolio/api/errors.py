@@ -19,7 +19,7 @@ from __future__ import annotations
 import errno
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -137,6 +137,10 @@ class ApiError(Exception):
 
 def json_response(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(_json.dumps(value), status_code=status, media_type="application/json", headers=headers)
+
+
+#: The ``status`` of every success envelope, as a type for the envelope models built with ``create_model``.
+SuccessStatus: TypeAlias = Literal["success"]
 
 
 def success(details: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agentfolio.api.auth import current_account
 from agentfolio.api.body import parse_body
-from agentfolio.api.errors import error_responses, success
+from agentfolio.api.errors import SuccessStatus, error_responses, success
 from agentfolio.app.documents import DocumentReport, convert_report
 from agentfolio.formats import registry
 from agentfolio.store import Account
@@ -26,13 +26,14 @@ def render_details(report: DocumentReport) -> dict[str, Any]:
             "to": report.to, "document": report.document, "losses": [loss.to_json() for loss in report.losses]}
 
 
-RenderDetailsSchema = create_model(
-    "RenderDetails", **{
-        "from": (str, ...), "version": (str | None, ...), "valid": (bool, ...),
-        "problems": (list[dict[str, Any]], ...), "notes": (list[dict[str, Any]], ...),
-        "to": (str | None, ...), "document": (Any, None), "losses": (list[dict[str, Any]], ...),
-    })
-RenderEnvelope = create_model("RenderEnvelope", status=(Literal["success"], ...), details=(RenderDetailsSchema, ...))
+# Spelled as a dict because "from" is a Python keyword; each value is a (type, default) field definition.
+_render_detail_fields: dict[str, Any] = {
+    "from": (str, ...), "version": (str | None, ...), "valid": (bool, ...),
+    "problems": (list[dict[str, Any]], ...), "notes": (list[dict[str, Any]], ...),
+    "to": (str | None, ...), "document": (Any, None), "losses": (list[dict[str, Any]], ...),
+}
+RenderDetailsSchema = create_model("RenderDetails", **_render_detail_fields)
+RenderEnvelope = create_model("RenderEnvelope", status=(SuccessStatus, ...), details=(RenderDetailsSchema, ...))
 
 
 @router.post("/render", summary="Validate a document and convert it to another format (nothing stored)",

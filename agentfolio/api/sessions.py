@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agentfolio.api.auth import current_account, get_folio
 from agentfolio.api.body import parse_body
-from agentfolio.api.errors import ApiError, error_responses, success
+from agentfolio.api.errors import ApiError, SuccessStatus, error_responses, success
 from agentfolio.formats import registry
 from agentfolio.store import Account
 from agentfolio.store.sessions import SESSION_ID, SessionInfo
@@ -75,7 +75,7 @@ class DeletedDetails(BaseModel):
 
 
 def _envelope(name: str, details: type[BaseModel]) -> type[BaseModel]:
-    return create_model(name, status=(Literal["success"], ...), details=(details, ...))
+    return create_model(name, status=(SuccessStatus, ...), details=(details, ...))
 
 
 CreatedEnvelope = _envelope("CreatedEnvelope", CreatedDetails)
@@ -204,8 +204,11 @@ async def list_sessions(
                     "nextOffset": offset + limit if more else None})
 
 
-# Every format the registry can write, so the API offers what the CLI and viewer offer.
-DocumentFormat = Enum("DocumentFormat", {name.replace("-", "_"): name for name in registry.names()}, type=str)
+# Every format the registry can write, so the API offers what the CLI and viewer offer. The members are
+# only known at import time, which mypy cannot see.
+DocumentFormat = Enum(  # type: ignore[misc]
+    "DocumentFormat", {name.replace("-", "_"): name for name in registry.names()}, type=str
+)
 
 
 @router.get("/{session_id}", summary="Get a session's document (durable state by default)",
@@ -216,7 +219,7 @@ DocumentFormat = Enum("DocumentFormat", {name.replace("-", "_"): name for name i
 async def get_session(
     request: Request,
     session_id: str = SessionId,
-    format: DocumentFormat = Query(DocumentFormat("durable-state"),  # type: ignore[call-arg]
+    format: DocumentFormat = Query(DocumentFormat("durable-state"),
                                    description="The format to answer in; what it cannot hold is counted in "
                                                "X-Agentfolio-Losses."),
     account: Account = Depends(current_account),

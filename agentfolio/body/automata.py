@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 import interegular
-from interegular.fsm import FSM, anything_else
+from interegular.fsm import FSM, State, TransitionKey, anything_else
 
 from .errors import TooComplexError
 
@@ -55,12 +55,12 @@ def union(fsms: Iterable[FSM]) -> FSM:
 
 
 def is_empty(f: FSM) -> bool:
-    return f.empty()
+    return bool(f.empty())
 
 
-def _live(f: FSM) -> set[int]:
+def _live(f: FSM) -> set[State]:
     """States from which a final state is reachable (one backward sweep)."""
-    back: dict[int, set[int]] = {}
+    back: dict[State, set[State]] = {}
     for s, trans in f.map.items():
         for t in trans.values():
             back.setdefault(t, set()).add(s)
@@ -74,7 +74,7 @@ def _live(f: FSM) -> set[int]:
     return live
 
 
-def _chars(f: FSM, key: int) -> list[str]:
+def _chars(f: FSM, key: TransitionKey) -> list[str]:
     return [c for c in f.alphabet.by_transition.get(key, ()) if c is not anything_else]
 
 
@@ -84,10 +84,10 @@ def cardinality(f: FSM, cap: int) -> int | None:
     live = _live(f)
     if f.initial not in live:
         return 0
-    memo: dict[int, int] = {}
-    on_path: set[int] = set()
+    memo: dict[State, int] = {}
+    on_path: set[State] = set()
 
-    def count(s: int) -> int:
+    def count(s: State) -> int:
         if s in memo:
             return memo[s]
         if s in on_path:
@@ -117,20 +117,20 @@ def examples(f: FSM, prefer: Iterable[str] = ()) -> Iterator[str]:
     shortest first, favouring lower-case letters and digits so that witnesses read
     like ``/a`` rather than ``/-``. Never repeats a string."""
     seen: set[str] = set()
-    for s in prefer:
-        if s not in seen and f.accepts(s):
-            seen.add(s)
-            yield s
+    for word in prefer:
+        if word not in seen and f.accepts(word):
+            seen.add(word)
+            yield word
     live = _live(f)
     if f.initial not in live:
         return
     # Exact distance-to-accept makes this A* search pop strings in length order.
-    dist: dict[int, int] = {s: 0 for s in f.finals if s in live}
+    dist: dict[State, int] = {s: 0 for s in f.finals if s in live}
     frontier = list(dist)
-    back: dict[int, set[int]] = {}
-    for s, trans in f.map.items():
+    back: dict[State, set[State]] = {}
+    for src, trans in f.map.items():
         for t in trans.values():
-            back.setdefault(t, set()).add(s)
+            back.setdefault(t, set()).add(src)
     while frontier:
         nxt = []
         for s in frontier:
@@ -139,7 +139,7 @@ def examples(f: FSM, prefer: Iterable[str] = ()) -> Iterator[str]:
                     dist[p] = dist[s] + 1
                     nxt.append(p)
         frontier = nxt
-    heap: list[tuple[int, tuple[int, ...], str, int]] = [(dist[f.initial], (), "", f.initial)]
+    heap: list[tuple[int, tuple[int, ...], str, State]] = [(dist[f.initial], (), "", f.initial)]
     while heap:
         _, ranks, text, state = heapq.heappop(heap)
         if state in f.finals and text not in seen:

@@ -8,9 +8,10 @@ at once (unlike a POSIX filesystem).
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import orjson
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
@@ -35,15 +36,18 @@ class PartsDocument:
     document_label: ClassVar[str] = "body"
 
     @classmethod
-    def from_json(cls, data: bytes | str) -> Any:
+    def from_json(cls, data: bytes | str) -> Self:
         try:
             obj = _json.loads(data)
         except orjson.JSONDecodeError as exc:
             raise BodyError(f"{cls.document_label} is not JSON: {exc}") from None
-        return cls.parse(obj)  # type: ignore[attr-defined]
+        # Every concrete document defines ``parse(obj) -> Self``; the mixin cannot declare it
+        # without shadowing the pydantic base that comes after it in the MRO.
+        document: Self = cls.parse(obj)  # type: ignore[attr-defined]
+        return document
 
     @classmethod
-    def load(cls, path: str | Path) -> Any:
+    def load(cls, path: str | Path) -> Self:
         return cls.from_json(Path(path).read_bytes())
 
     def to_dict(self) -> dict[str, Any]:
@@ -151,11 +155,11 @@ class MessageBody(PartsDocument, BaseModel):
         glob = name_glob(pattern)
         return [p for p in self.parts if p.name is not None and glob.matches(p.name)]
 
-    def walk(self, top: str = "/") -> Iterator[tuple[str, list[str], list[MessagePart]]]:
+    def walk(self, top: str = "/") -> Iterator[tuple[str, builtins.list[str], builtins.list[MessagePart]]]:
         """Like ``os.walk``: ``(dirpath, subdir names, parts directly in dirpath)``,
         top-down, directories sorted, parts in body order."""
         children: dict[str, set[str]] = {}
-        files: dict[str, list[MessagePart]] = {}
+        files: dict[str, builtins.list[MessagePart]] = {}
         for part in self.parts:
             if part.name is None:
                 continue

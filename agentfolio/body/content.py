@@ -101,7 +101,7 @@ def http_fetcher(
     def fetch(url: str) -> bytes:
         try:
             with opener.open(url, timeout=timeout) as response:
-                data = response.read(max_bytes + 1)
+                data: bytes = response.read(max_bytes + 1)
         except ContentError:
             raise
         except (urllib.error.URLError, OSError, ValueError) as exc:

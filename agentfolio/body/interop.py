@@ -102,7 +102,7 @@ def _is_json_type(essence: str) -> bool:
     return essence == "application/json" or essence.endswith("+json")
 
 
-def _name_and_meta(filename: str | None, metadata: dict[str, Any] | None) -> tuple[str | None, dict | None]:
+def _name_and_meta(filename: str | None, metadata: dict[str, Any] | None) -> tuple[str | None, dict[str, Any] | None]:
     meta = dict(metadata) if metadata else None
     if not filename:
         return None, meta

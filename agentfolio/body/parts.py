@@ -166,7 +166,10 @@ class MessagePart(BaseModel):
         except (UnicodeDecodeError, LookupError) as exc:
             raise ContentError(f"content is not {self.charset} text: {exc}") from None
 
-    def json(self, *, allow: Iterable[str] | None = None, fetch: Fetcher | None = None) -> Any:
+    # Deliberately replaces pydantic's deprecated v1 ``BaseModel.json``: for a part, "json" means its content.
+    def json(  # type: ignore[override]
+        self, *, allow: Iterable[str] | None = None, fetch: Fetcher | None = None
+    ) -> Any:
         """The content parsed as JSON."""
         raw = self.data(allow=allow, fetch=fetch)
         try:

@@ -18,7 +18,11 @@ from agentfolio.model import (
     Usage,
     UsageContent,
 )
-from agentfolio.model.analysis import LONG_TEXT_CHARS, MEDIA_CLASSES, call_failed, media_class
+
+# LONG_TEXT_CHARS and call_failed are re-exported: front ends read every presentation rule from here.
+from agentfolio.model.analysis import LONG_TEXT_CHARS as LONG_TEXT_CHARS
+from agentfolio.model.analysis import MEDIA_CLASSES, media_class
+from agentfolio.model.analysis import call_failed as call_failed
 from agentfolio.model.base import Record
 
 ROLE_STYLES: dict[str, str] = {
@@ -139,7 +143,7 @@ class TokenTotals:
 
 def entry_usage(entry: object) -> Usage | None:
     """A response's usage: its own, or else the sum of usage contents in its messages."""
-    usage = getattr(entry, "usage", None)
+    usage: Usage | None = getattr(entry, "usage", None)
     if usage is not None:
         return usage
     found = [c.usage for message in getattr(entry, "items", []) for c in message.items
@@ -218,7 +222,7 @@ def segment_kind(content: object) -> str:
         if style in ("system_prompt", "long_text"):
             return style
         return "long_text" if len(content.text or "") > LONG_TEXT_CHARS else "text"
-    simple = {ReasoningContent: "reasoning", FunctionCallContent: "tool_call_request",
+    simple: dict[type, str] = {ReasoningContent: "reasoning", FunctionCallContent: "tool_call_request",
               FunctionResultContent: "tool_call_result", TemplateVariableContent: "static_var",
               MemoryContent: "memory", SkillsContent: "skills", ToolCatalogContent: "tool_overview",
               DocumentContent: "document", ErrorContent: "error", UsageContent: "usage",
@@ -237,7 +241,7 @@ def is_folded(content: object, kind: str | None = None) -> bool:
     """Whether a segment starts folded: what the record asked for, else the kind's default."""
     presentation = getattr(content, "presentation", None)
     if presentation is not None and presentation.collapsed is not None:
-        return presentation.collapsed
+        return bool(presentation.collapsed)
     return (kind or segment_kind(content)) in FOLDED_KINDS
 
 
@@ -266,7 +270,8 @@ def char_count(content: object) -> int | float:
 def segment_summary(content: object, kind: str | None = None) -> str:
     """The one line shown for a segment while it is folded, after the kind's own label."""
     kind = kind or segment_kind(content)
-    items = getattr(content, "items", None)
+    # The item lists of memory, skills and tool-catalog contents, read by duck typing like the rest.
+    items: Any = getattr(content, "items", None)
     if kind in ("system_prompt", "long_text"):
         return f"{char_count(content):,} chars · {one_line(content.text, 80)}"  # type: ignore[attr-defined]
     if kind == "reasoning":
@@ -406,7 +411,7 @@ def _media_from_string(text: str) -> Media | None:
     return Media(kind, src, None)
 
 
-def _media_from_object(node: dict) -> Media | None:
+def _media_from_object(node: dict[str, Any]) -> Media | None:
     alt = next((node[key] for key in ("alt", "altText", "alt_text", "caption", "name", "title")
                 if isinstance(node.get(key), str)), None)
     image_url = node.get("image_url")

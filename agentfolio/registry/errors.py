@@ -46,8 +46,10 @@ class RegistryError(AgentfolioError, ValueError):
         self.code: ErrorCode = first.code
         super().__init__(self.message)
 
+    # Computed from the problems. The base class stores a plain ``message`` in the instance __dict__,
+    # which this property (a data descriptor) takes precedence over.
     @property
-    def message(self) -> str:
+    def message(self) -> str:  # type: ignore[override]
         head = str(self.problems[0])
         more = len(self.problems) - 1
         return head if not more else f"{head} (and {more} more problem{'s' if more > 1 else ''})"

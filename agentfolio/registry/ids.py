@@ -27,6 +27,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -127,7 +128,7 @@ def random_partition() -> int:
 class IdGenerator:
     """Thread-safe, monotonic-per-partition ID factory.  ``clock`` returns milliseconds."""
 
-    def __init__(self, clock=None, *, remembered_partitions: int = 4096) -> None:
+    def __init__(self, clock: Callable[[], int] | None = None, *, remembered_partitions: int = 4096) -> None:
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
         self._lock = threading.Lock()
         self._last: OrderedDict[int, tuple[int, int]] = OrderedDict()

@@ -94,7 +94,7 @@ def parse_page_request(query: Mapping[str, Any], sortable: Sequence[str], *,
                                                       f"{', '.join(sortable)}"))
     if direction not in ("asc", "desc"):
         raise RegistryError(invalid("sorting[direction]", f"{direction!r} is not one of asc, desc"))
-    return PageRequest(offset, page_size, Sorting(field, direction))  # type: ignore[arg-type]
+    return PageRequest(offset, page_size, Sorting(field, direction))
 
 
 def page_info(item_count: int, offset: int, page_size: int, returned: int) -> PageInfo:

@@ -28,7 +28,7 @@ key against the known fields, with errors naming the field.  Omitted fields defa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Callable, Iterable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -537,7 +537,12 @@ def rollup(span_types: Iterable[tuple[str, DataRisk]]) -> RiskRollup:
                       tuple(_flags(pairs, undeclared)), undeclared)
 
 
-def _who(pairs: list[tuple[str, DataRisk]], test) -> tuple[str, ...]:
+def _includes(category: str) -> Callable[[DataRisk], bool]:
+    """Whether a span type's data risk includes ``category``."""
+    return lambda risk: category in risk.included_categories()
+
+
+def _who(pairs: list[tuple[str, DataRisk]], test: Callable[[DataRisk], bool]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for name, risk in pairs if test(risk)))
 
 
@@ -560,8 +565,7 @@ def _flags(pairs: list[tuple[str, DataRisk]], undeclared: tuple[str, ...]) -> li
         flags.append(RiskFlag("financial_transactions", "high",
                               f"Can perform financial transactions (span types: {_names(payers)}).", payers))
     if senders:
-        handled = [(c, _who(pairs, lambda r, c=c: c in r.included_categories())) for c in SENSITIVE_CATEGORIES]
-        handled = [(c, who) for c, who in handled if who]
+        handled = [(c, who) for c in SENSITIVE_CATEGORIES if (who := _who(pairs, _includes(c)))]
         secret = _who(pairs, lambda r: r.classification() in SECRET_CLASSIFICATIONS)
         if handled or secret:
             parts = [f"{CATEGORIES[c].lower()} (span types: {_names(who)})" for c, who in handled]

@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, cast
 
 from agentfolio.registry.errors import FieldProblem, RegistryError, invalid, join_field, required
 from agentfolio.registry.ids import describe_invalid
@@ -305,6 +305,8 @@ def _quality_schemas(raw: object, path: str, problems: list[FieldProblem]) -> di
         problems.extend(data_risk_problems(item.get("data_risk"), join_field(item_path, "data_risk")))
         if len(problems) > before:
             continue
+        # No new problem: _valid_name saw a non-empty string and the check above a dict.
+        name, schema = cast(str, name), cast(dict[str, Any], schema)
         if name in out:
             problems.append(invalid(join_field(item_path, "name"), f"duplicate quality schema {name!r}"))
             continue

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal, Mapping
 
 from agentfolio.registry.errors import FieldProblem, RegistryError, invalid
-from agentfolio.registry.jsonschemas import SchemaCompileError, compile_schema
+from agentfolio.registry.jsonschemas import SchemaCheck, SchemaCompileError, compile_schema
 from agentfolio.registry.schema_versions import SchemaVersionDraft, SpanTypeSchema, load_span_types
 from agentfolio.registry.templates import render_summary
 
@@ -88,7 +88,7 @@ class _CompiledSpanType:
     result_error: str | None
 
 
-def _compile(schema: dict[str, Any], check) -> tuple[Any | None, str | None]:
+def _compile(schema: dict[str, Any], check: SchemaCheck) -> tuple[Any | None, str | None]:
     if not check.ok:
         return None, check.message
     try:
@@ -265,7 +265,7 @@ def check_finish(current: str, requested: object = None, *, field_path: str = "s
         raise RegistryError(invalid(field_path, f"{shown} is not one of {', '.join(FINISH_STATUSES)}"))
     if current in TERMINAL_STATUSES:
         raise RegistryError(FieldProblem(field_path, "invalid_action", f"the span already finished ({current})"))
-    return target  # type: ignore[return-value]
+    return target
 
 
 def check_instance_finish(current: str, requested: object = None, *, field_path: str = "status") -> str:

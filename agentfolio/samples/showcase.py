@@ -116,7 +116,7 @@ def showcase_session() -> dict[str, Any]:
 
 def durable_session(messages: int = 40, *, seed: int = 0) -> dict[str, Any]:
     """A durable state with ``messages`` messages (request/response pairs, tool calls)."""
-    history = []
+    history: list[dict[str, Any]] = []
     for index in range(0, messages, 2):
         minute, second = divmod(index, 60)
         stamp = f"2025-11-04T{10 + (minute // 60) % 12:02d}:{minute % 60:02d}:{second:02d}.000+00:00"

@@ -141,7 +141,8 @@ class S3BlobStore:
             answer = self.client.get_object(Bucket=self.bucket, Key=self.prefix + key)  # type: ignore[attr-defined]
         except self.client.exceptions.NoSuchKey:  # type: ignore[attr-defined]
             raise BlobMissing(key) from None
-        return answer["Body"].read()
+        data: bytes = answer["Body"].read()  # boto3's StreamingBody, untyped here
+        return data
 
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self.prefix + key)  # type: ignore[attr-defined]

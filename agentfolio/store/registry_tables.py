@@ -23,7 +23,7 @@ Json = sa.LargeBinary
 Name = sa.String(255)
 
 
-def _account() -> sa.Column:
+def _account() -> sa.Column[int]:
     return sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), nullable=False)
 
 

@@ -119,7 +119,7 @@ class Source:
     def next_links(self, stop: int, prefix: str) -> tuple[str | None, str | None]:
         if stop >= self.view.entry_count:
             return None, None
-        query = {"start": stop}
+        query: dict[str, int | str] = {"start": stop}
         if prefix:
             query["prefix"] = prefix
         return f"{self.url}/entries?{urlencode(query)}", f"{self.url}?start={stop}"
@@ -267,11 +267,13 @@ class WebViewer:
                 self.locks.pop(key, None)
 
     def opened_source(self, opened: Opened) -> Source:
+        result = opened.result
+        assert result is not None, "an opened file of kind 'session' always carries its ReadResult"
         view = opened.cache.get("view")
         if view is None:
             with _long_lived():
-                view = opened.cache.setdefault("view", html.session_view(opened.result.session))
-        subtitle = f"opened file · {opened.detected}" + (f" {opened.result.version}" if opened.result.version else "")
+                view = opened.cache.setdefault("view", html.session_view(result.session))
+        subtitle = f"opened file · {opened.detected}" + (f" {result.version}" if result.version else "")
         return Source(opened.name, subtitle, view, opened.problems, f"{self.prefix}/open/{opened.token}")
 
     def source_for(self, who: Who, ref: str) -> Source | Opened | tuple[str, Any] | None:
@@ -349,7 +351,8 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
             if who is None:
                 return viewer.sign_in(request)
             try:
-                return await handler(request, who, *args, **kwargs)
+                response: Response = await handler(request, who, *args, **kwargs)
+                return response
             except Exception as error:  # a page never answers with a traceback or a JSON 500
                 if isinstance(error, AgentfolioError) and error.code == "not_found":
                     return viewer.error(request, who, 404, "Not found", error.message)
@@ -577,7 +580,8 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/traces")
     @guarded
     async def traces_page(request: Request, who: Who, agent: str = "", offset: int = 0) -> Response:
-        instances, pagination = [], None
+        instances: list[dict[str, Any]] = []
+        pagination = None
         if registry_data.has_registry(viewer.folio):
             instances, pagination = await run_in_threadpool(registry_data.list_instances, viewer.folio, who.account,
                                                             agent_id=agent or None, offset=max(0, offset))
@@ -636,7 +640,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/compare")
     @guarded
     async def compare_page(request: Request, who: Who, a: str = "", b: str = "") -> Response:
-        sides = []
+        sides: list[tuple[str, Conversation | tuple[str, Any]]] = []
         problems = []
         for label, ref in (("left", a), ("right", b)):
             if not ref:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -159,7 +160,7 @@ def _tree_node(out: list[str], value: Any, key: str | int | None, depth: int) ->
         _tree_key(out, key)
         out.append(f'<span class="jt-brace">{"{" if is_dict else "["}</span>'
                    f'<span class="jt-count">{size:,} {noun}</span></summary><div class="jt-children">')
-        items = value.items() if is_dict else enumerate(value)
+        items: Iterable[tuple[Any, Any]] = value.items() if isinstance(value, dict) else enumerate(value)
         for child_key, child in items:
             _tree_node(out, child, str(child_key) if is_dict else child_key, depth + 1)
         out.append(f'</div><span class="jt-brace jt-close">{"}" if is_dict else "]"}</span></details>')

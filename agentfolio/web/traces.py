@@ -117,8 +117,8 @@ def _build_trace(spans: list[dict[str, Any]], *, schema_version: dict[str, Any] 
             summary = compiled.summary(name, payload, result)
             title = compiled.title(name)
         else:
-            stored = span.get("validation")
-            validation = stored if isinstance(stored, dict) else validate_without_version().to_json()
+            recorded = span.get("validation")
+            validation = recorded if isinstance(recorded, dict) else validate_without_version().to_json()
             summary = span.get("summary") if isinstance(span.get("summary"), str) else None
             title = str(span.get("schema_title") or name)
         start, end = parse_moment(span.get("started_at")), parse_moment(span.get("finished_at"))
@@ -168,9 +168,9 @@ def _build_trace(spans: list[dict[str, Any]], *, schema_version: dict[str, Any] 
         for node in ordered:
             if node.start is None:
                 continue
-            end = node.end if node.end is not None else last
+            bar_end = node.end if node.end is not None else last
             node.bar_x = round((node.start - first) / width * 1000, 2)
-            node.bar_width = round(max((end - node.start) / width * 1000, 2), 2)
+            node.bar_width = round(max((bar_end - node.start) / width * 1000, 2), 2)
     counts: dict[str, int] = {}
     for node in ordered:
         counts[node.status] = counts.get(node.status, 0) + 1
