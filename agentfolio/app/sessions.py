@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-
 from agentfolio import _json
 from agentfolio.formats import durable_state
 from agentfolio.formats.convert import convert

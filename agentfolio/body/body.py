@@ -17,11 +17,11 @@ import orjson
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from agentfolio import _json
+
 from .content import Fetcher
 from .errors import BodyError, PartError
 from .globs import name_glob
 from .parts import MessagePart
-
 
 # The fields an ACP ``Message`` has beside its parts: a whole message, as the SDK writes
 # it, is accepted where a body is; they describe the message, not its body, so a body

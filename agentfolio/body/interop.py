@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from agentfolio import _json
+
 from .body import MessageBody
 from .errors import BodyError, PartError
 from .names import is_valid_name

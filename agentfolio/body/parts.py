@@ -27,6 +27,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from agentfolio import _json
+
 from .content import Fetcher, decode_base64, load_url
 from .errors import ContentError, PartError
 from .names import check_name, content_type_essence, content_type_param

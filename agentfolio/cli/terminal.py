@@ -9,7 +9,8 @@ variables ``{{name}}`` with value and description, tool results green or red by 
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.json import JSON
@@ -31,7 +32,6 @@ from agentfolio.model import (
     Message,
     OpaqueContent,
     OpaqueEntry,
-    ReasoningContent,
     Session,
     TextContent,
     UnknownContent,
@@ -81,8 +81,7 @@ def render_session(session: Session, *, title: str | None = None, expand: bool =
             continue
         if entry.kind == "compaction":
             parts.append(Text("compaction: " + rules.compaction_range(session, index), style="bold blue"))
-        for message in entry.items:
-            parts.append(_message(message, pairs, expand))
+        parts.extend(_message(message, pairs, expand) for message in entry.items)
         usage = entry_usage(entry)
         if usage is not None:
             parts.append(Padding(Text(format_usage(usage), style="dim"), (0, 0, 0, 2)))

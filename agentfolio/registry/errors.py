@@ -8,10 +8,11 @@ The API layer maps ``code`` to an HTTP status; the domain never does HTTP.
 
 from __future__ import annotations
 
-from agentfolio.errors import AgentfolioError
-
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Literal, Sequence
+from typing import Literal
+
+from agentfolio.errors import AgentfolioError
 
 #: Error codes from the Prefactor API error enumeration (seed 003) that the domain uses.
 ErrorCode = Literal["bad_request", "invalid_value", "required_value", "invalid_action", "not_found"]

@@ -29,7 +29,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from agentfolio.registry.errors import RegistryError, invalid, required
 
@@ -55,7 +55,7 @@ class ParsedId:
 
     @property
     def created_at(self) -> datetime:
-        return datetime.fromtimestamp(self.timestamp_ms / 1000, tz=timezone.utc)
+        return datetime.fromtimestamp(self.timestamp_ms / 1000, tz=UTC)
 
 
 def encode(timestamp_ms: int, partition: int, randomness: int) -> str:

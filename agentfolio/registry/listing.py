@@ -12,8 +12,9 @@ Answers carry ``pagination`` (:class:`PageInfo`) and ``sorting`` objects; the SD
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from agentfolio.registry.errors import RegistryError, invalid
 

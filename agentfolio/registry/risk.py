@@ -27,8 +27,9 @@ key against the known fields, with errors naming the field.  Omitted fields defa
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal, Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -174,8 +175,8 @@ def data_risk_problems(raw: object, field_path: str = "data_risk") -> list[Field
     # known parts are checked strictly, since a misspelt key would silently read as
     # "unknown" and hide a declaration.
     problems += _enum_object_problems(raw.get("action_profile"), join_field(field_path, "action_profile"),
-                                      {name: ACTION_VALUES for name in ACTIONS})
-    category_fields = {name: CATEGORY_VALUES for name in CATEGORIES} | {"classification": CLASSIFICATIONS}
+                                      dict.fromkeys(ACTIONS, ACTION_VALUES))
+    category_fields = dict.fromkeys(CATEGORIES, CATEGORY_VALUES) | {"classification": CLASSIFICATIONS}
     for part in ("params_data_categories", "result_data_categories"):
         problems += _enum_object_problems(raw.get(part), join_field(field_path, part), category_fields)
     return problems
@@ -232,7 +233,7 @@ class Thresholds(BaseModel):
     critical: float
 
     @model_validator(mode="after")
-    def _ascending(self) -> "Thresholds":
+    def _ascending(self) -> Thresholds:
         if not self.medium < self.high < self.critical:
             raise ValueError("thresholds must be strictly ascending: 0 < medium < high < critical")
         return self
@@ -265,7 +266,7 @@ class RiskProfile(BaseModel):
     thresholds: Thresholds
 
     @model_validator(mode="after")
-    def _known_names(self) -> "RiskProfile":
+    def _known_names(self) -> RiskProfile:
         unknown = [name for name in self.categories if name not in CATEGORIES]
         unknown += [name for name in self.actions if name not in ACTIONS]
         if unknown:
@@ -273,7 +274,7 @@ class RiskProfile(BaseModel):
         return self
 
     @classmethod
-    def from_json(cls, raw: object, field_path: str = "risk_profile") -> "RiskProfile":
+    def from_json(cls, raw: object, field_path: str = "risk_profile") -> RiskProfile:
         """Parse, turning pydantic's errors into a :class:`RegistryError` naming fields."""
         try:
             return cls.model_validate(raw)

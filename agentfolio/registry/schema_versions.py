@@ -31,9 +31,10 @@ fields), because refusing a registration would make the SDK drop all telemetry.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Mapping, cast
+from typing import Any, cast
 
 from agentfolio.registry.errors import FieldProblem, RegistryError, invalid, join_field, required
 from agentfolio.registry.ids import describe_invalid
@@ -78,7 +79,7 @@ class SpanTypeSchema:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "SpanTypeSchema":
+    def from_json(cls, data: Mapping[str, Any]) -> SpanTypeSchema:
         """Rebuild from a stored ``to_json`` entry (re-checking schemas and template)."""
         params = data.get("params_schema") or {}
         result = data.get("result_schema") or {}

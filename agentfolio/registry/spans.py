@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal, Mapping
+from typing import Any, Literal
 
 from agentfolio.registry.errors import FieldProblem, RegistryError, invalid
 from agentfolio.registry.jsonschemas import SchemaCheck, SchemaCompileError, compile_schema
@@ -113,11 +114,11 @@ class CompiledSchemaVersion:
                                                      params_error, result_error)
 
     @classmethod
-    def from_draft(cls, draft: SchemaVersionDraft, id: str | None = None) -> "CompiledSchemaVersion":
+    def from_draft(cls, draft: SchemaVersionDraft, id: str | None = None) -> CompiledSchemaVersion:
         return cls(id if id is not None else draft.id, dict(draft.span_types))
 
     @classmethod
-    def from_details(cls, details: Mapping[str, Any]) -> "CompiledSchemaVersion":
+    def from_details(cls, details: Mapping[str, Any]) -> CompiledSchemaVersion:
         """From a stored schema version response (``{"id", "span_type_schemas": {…}}``)."""
         return cls(details.get("id"), load_span_types(details.get("span_type_schemas") or {}))
 
@@ -178,15 +179,13 @@ def _check_part(part: Part, value: Any, validator: Any | None, schema_error: str
         return
     if validator.is_valid(value):
         return
-    count = 0
-    for error in validator.iter_errors(value):
+    for count, error in enumerate(validator.iter_errors(value)):
         if count == MAX_PROBLEMS_PER_PART:
             problems.append(SpanProblem(part, "", f"more problems in {part} not listed "
                                                   f"(first {MAX_PROBLEMS_PER_PART} shown)"))
             break
         problems.append(SpanProblem(part, _pointer(error.instance_path), _clip(error.message),
                                     _pointer(error.schema_path)))
-        count += 1
 
 
 def _pointer(path: Iterable[Any]) -> str:

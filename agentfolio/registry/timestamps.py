@@ -11,13 +11,13 @@ order for every reader (the open dashboard compares timestamps as strings).
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from agentfolio.registry.errors import RegistryError, invalid
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def parse_timestamp(value: object, field: str = "timestamp", *, default: datetime | None = None) -> datetime | None:
@@ -39,8 +39,8 @@ def parse_timestamp(value: object, field: str = "timestamp", *, default: datetim
     else:
         raise RegistryError(invalid(field, f"must be an ISO 8601 date-time string, found {type(value).__name__}"))
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
 
 
 def format_timestamp(value: datetime | None) -> str | None:
@@ -48,5 +48,5 @@ def format_timestamp(value: datetime | None) -> str | None:
     if value is None:
         return None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -13,10 +13,10 @@ from agentfolio.store.accounts import Account, Accounts
 from agentfolio.store.blob_refs import Swept, sweep
 from agentfolio.store.blobs import BlobStore, open_blob_store
 from agentfolio.store.engine import create_engine, migrate
-from agentfolio.store.registry import RegistryStore
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, StoreError, VersionConflict
-from agentfolio.store.tokens import Tokens
+from agentfolio.store.registry import RegistryStore
 from agentfolio.store.sessions import Appended, Created, SessionInfo, Sessions
+from agentfolio.store.tokens import Tokens
 
 
 class Store:
@@ -32,7 +32,7 @@ class Store:
         self.registry = RegistryStore(engine)
 
     @classmethod
-    def open(cls, settings: Settings | None = None, *, run_migrations: bool = True) -> "Store":
+    def open(cls, settings: Settings | None = None, *, run_migrations: bool = True) -> Store:
         settings = settings or Settings.from_env()
         engine = create_engine(settings.effective_database_url)
         if run_migrations:
@@ -46,7 +46,7 @@ class Store:
     def close(self) -> None:
         self.engine.dispose()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *_: object) -> None:

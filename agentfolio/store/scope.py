@@ -11,7 +11,8 @@ checks that the isolation tests (``tests/store/test_isolation*.py``) fail.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement

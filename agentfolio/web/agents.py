@@ -7,8 +7,9 @@ Everything is computed by the registry domain (``normalise_schema_version``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import orjson
 

@@ -22,26 +22,26 @@ import gc
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import partial
 from importlib import resources
-from typing import Any, Callable, Iterator
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from agentfolio.app.accounts import VIEWER_SESSION_SECONDS
+from agentfolio.app.documents import schema_version_of
 from agentfolio.errors import AgentfolioError
 from agentfolio.formats import durable_state
 from agentfolio.formats.errors import FormatError, Problem
 from agentfolio.formats.jsonio import gc_paused
-from agentfolio.web import html
 from agentfolio.web import agents as agent_views
-from agentfolio.web import registry_data
-from agentfolio.app.accounts import VIEWER_SESSION_SECONDS
-from agentfolio.app.documents import schema_version_of
+from agentfolio.web import html, registry_data
 from agentfolio.web.csrf import refuse_cross_site
 from agentfolio.web.documents import Opened, OpenedFiles, open_bytes
 from agentfolio.web.traces import trace_from_document
@@ -327,7 +327,7 @@ def _parse_local_time(value: str | None) -> float | None:
     except ValueError:
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
 
 
@@ -433,7 +433,8 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         offset = max(0, min(offset, 10_000_000))
         found = await run_in_threadpool(
             viewer.folio.sessions.list, who.account, agent=agent.strip() or None,
-            since=_parse_local_time(since), until=_parse_local_time(until), text=q.replace("\x00", "").strip()[:500] or None,
+            since=_parse_local_time(since), until=_parse_local_time(until),
+            text=q.replace("\x00", "").strip()[:500] or None,
             limit=LIST_PAGE + 1, offset=offset)
         filters = {"q": q, "agent": agent, "since": since, "until": until}
         kept = {key: value for key, value in filters.items() if value}
@@ -441,10 +442,10 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         def page_url(to: int) -> str:
             return f"{viewer.prefix}/sessions?" + urlencode({**kept, "offset": to})
 
-        context = dict(sessions=found[:LIST_PAGE], filters=filters, offset=offset,
-                       next_url=page_url(offset + LIST_PAGE) if len(found) > LIST_PAGE else None,
-                       prev_url=page_url(max(0, offset - LIST_PAGE)) if offset else None,
-                       find=q.strip(), nav="sessions", iso=_iso)
+        context = {"sessions": found[:LIST_PAGE], "filters": filters, "offset": offset,
+                       "next_url": page_url(offset + LIST_PAGE) if len(found) > LIST_PAGE else None,
+                       "prev_url": page_url(max(0, offset - LIST_PAGE)) if offset else None,
+                       "find": q.strip(), "nav": "sessions", "iso": _iso}
         if request.headers.get("hx-request") and request.headers.get("hx-target") == "session-list":
             return HTMLResponse(html.render("partials/session_list.html", base=viewer.prefix, **context),
                                 headers=SECURITY_HEADERS)
@@ -681,7 +682,7 @@ def _local(target: str, prefix: str) -> str:
 def _iso(moment: float | None) -> str:
     if moment is None:
         return ""
-    return datetime.fromtimestamp(moment, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.fromtimestamp(moment, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 _EXAMPLE_OUTPUT = """{

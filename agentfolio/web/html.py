@@ -13,13 +13,14 @@ so a 10,000-message session is rendered a screen at a time.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any
 
 import nh3
 import orjson
@@ -62,10 +63,8 @@ def pretty_json(value: Any, limit: int = JSON_PREVIEW_CHARS) -> tuple[str, int]:
         text = value
         stripped = value.strip()
         if stripped[:1] in ("{", "[") and len(stripped) < 2_000_000:
-            try:
+            with contextlib.suppress(orjson.JSONDecodeError):
                 text = _json.dumps(_json.loads(stripped), option=orjson.OPT_INDENT_2).decode()
-            except orjson.JSONDecodeError:
-                pass
     else:
         try:
             text = _json.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
@@ -210,14 +209,14 @@ def short_time(value: Any) -> str:
     moment = parse_moment(value)
     if moment is None:
         return "" if value is None else str(value)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def parse_moment(value: Any) -> datetime | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         seconds = value / 1000 if value > 1e11 else value
         try:
-            return datetime.fromtimestamp(seconds, tz=timezone.utc)
+            return datetime.fromtimestamp(seconds, tz=UTC)
         except (OverflowError, OSError, ValueError):
             return None
     if isinstance(value, str) and value:
@@ -227,7 +226,7 @@ def parse_moment(value: Any) -> datetime | None:
             moment = datetime.fromisoformat(text)
         except ValueError:
             return None
-        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     return None
 
 

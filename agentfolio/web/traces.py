@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentfolio.web.html import parse_moment
 from agentfolio.registry.risk import InstanceScore, score_instance
 from agentfolio.registry.spans import CompiledSchemaVersion, SpanValidation, validate_without_version
+from agentfolio.web.html import parse_moment
 
 PARENT_MISSING = "parent_span_id names no span of this instance"
 
@@ -35,7 +35,7 @@ class SpanNode:
     end: float | None
     validation: dict[str, Any]
     flags: list[str] = field(default_factory=list)
-    children: list["SpanNode"] = field(default_factory=list)
+    children: list[SpanNode] = field(default_factory=list)
     depth: int = 0
     #: Where its bar sits on the timeline, in thousandths of the trace's span.
     bar_x: float = 0.0

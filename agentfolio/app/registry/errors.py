@@ -15,7 +15,7 @@ __all__ = ["BadRequest", "IdempotencyKeyReused", "InvalidAction", "InvalidValue"
            "RegistryRefusal", "Unexpected", "WriteConflict", "field_error", "from_domain", "not_found"]
 
 
-class RegistryRefusal(AgentfolioError):  # noqa: N818 - a refusal is an answer, not a failure
+class RegistryRefusal(AgentfolioError):
     """A registry operation refused; nothing it would have written is kept."""
 
     code = "bad_request"
