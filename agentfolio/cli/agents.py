@@ -179,3 +179,38 @@ def token_command(
     sys.stdout.write(made.token + "\n")
     _stderr().print(f"deployment token for agent {made.agent_id} in environment {made.environment_id}: "
                  "keep it, it is not shown again", highlight=False)
+
+
+@agents_app.command("create")
+def create_command(
+    name: str = typer.Argument(..., help="The agent's name.", show_default=False),
+    account: str = AccountOption,
+    external_id: Optional[str] = typer.Option(None, "--external-id",
+                                              help="Its external identifier (default: the name)."),
+    description: Optional[str] = typer.Option(None, "--description", help="What the agent does."),
+) -> None:
+    """Create an agent (or find it by its external identifier) and a deployment token for it.
+
+    Prints the agent's id, then the token, one per line: what a Prefactor SDK needs."""
+    from agentfolio.app.registry import AgentCreate, AgentShow, NotFound, Principal, RegistryService
+
+    folio = open_folio()
+    try:
+        principal = Principal(folio.accounts.ensure(account))
+        service = RegistryService(folio.store)
+        external = external_id or name
+        try:
+            try:
+                agent, found = service.show_agent(principal, AgentShow(external_identifier=external)), True
+            except NotFound:
+                agent, found = service.create_agent(principal, AgentCreate(
+                    name=name, external_identifier=external, description=description)), False
+            made = service.create_deployment_token(principal, agent.id, label=f"agents create {name}"[:200])
+        except AgentfolioError as error:
+            fail(error.message)
+    finally:
+        folio.close()
+    sys.stdout.write(f"{agent.id}\n{made.token}\n")
+    sys.stdout.flush()
+    _stderr().print(("found agent " if found else "created agent ") + clean(f"{name!r} ({agent.id})")
+                    + "; the second line is a deployment token for it: keep it, it is not shown again")

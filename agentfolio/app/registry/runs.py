@@ -15,9 +15,11 @@ from typing import Any
 import orjson
 
 from agentfolio import _json
+from agentfolio.app.registry.agents import create as create_agent
 from agentfolio.app.registry.agents import store_schema_version
 from agentfolio.app.registry.errors import InvalidAction, NotPermitted, field_error, from_domain, not_found
 from agentfolio.app.registry.inputs import (
+    AgentCreate,
     InstanceFinish,
     InstanceGet,
     InstanceList,
@@ -119,6 +121,30 @@ def deployment_for(work: Work, agent_id: str, environment_id: str) -> str:
     return deployment_id
 
 
+def _agent_to_register(work: Work, command: InstanceRegister) -> Any:
+    """The agent an account token registers a run of. Beyond the hosted API, so that an SDK's
+    quickstart works with nothing but a token: ``agent_id`` may be the agent's external
+    identifier, and without it the agent is found, or made, by ``agent_version.name``
+    (recorded as its external identifier)."""
+    if command.agent_id is not None:
+        if ids.is_id(command.agent_id):
+            return work.agent(command.agent_id)
+        row = work.unit.agents.by_external_identifier(command.agent_id)
+        if row is None:
+            raise not_found("agent", command.agent_id)
+        return work.agent(row.id)
+    name = (command.agent_version or {}).get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise field_error("agent_id", "is required with an account token (or give agent_version.name to find or "
+                          "create the agent by that name)", code="required_value")
+    row = work.unit.agents.by_external_identifier(name)
+    if row is None:
+        made = create_agent(work, AgentCreate(name=name, external_identifier=name,
+                                              description="made by the first run registered under this name"))
+        return work.agent(made.id)
+    return work.agent(row.id)
+
+
 def register(work: Work, command: InstanceRegister) -> Instance:
     principal = work.principal
     if principal.deployed:
@@ -128,9 +154,7 @@ def register(work: Work, command: InstanceRegister) -> Instance:
         environment_id = principal.environment_id
         assert environment_id is not None
     else:
-        if command.agent_id is None:
-            raise field_error("agent_id", "is required with an account token", code="required_value")
-        agent = work.agent(command.agent_id)
+        agent = _agent_to_register(work, command)
         environment_id = command.environment_id or work.account.default_environment_id
         if not ids.is_id(environment_id) or not work.unit.environments.exists(environment_id):
             raise not_found("environment", environment_id)

@@ -113,3 +113,25 @@ def test_extras_appear_only_when_asked_for(store: Store) -> None:
     assert "risk_score" in risky.model_dump(mode="json")
     got = service.get_instance(principal, InstanceGet(agent_instance_id=instance)).model_dump(mode="json")
     assert "risk_level" not in got
+
+
+def test_an_account_token_registers_a_run_by_the_agent_version_name(store: Store) -> None:
+    """The SDK quickstart with nothing but an account token: no agent_id, the agent is found
+    (or made, once) by agent_version.name, and agent_id may be that name too."""
+    service = RegistryService(store)
+    principal = Principal(store.accounts.ensure("quickstart"))
+    first = service.register_instance(principal, InstanceRegister(agent_version={"name": "my-agent",
+                                                                                  "external_identifier": "1.0"}))
+    second = service.register_instance(principal, InstanceRegister(agent_version={"name": "my-agent"}))
+    by_name = service.register_instance(principal, InstanceRegister(agent_id="my-agent"))
+    assert first.agent_id == second.agent_id == by_name.agent_id
+    agent = service.get_agent(principal, AgentGet(agent_id=first.agent_id))
+    assert (agent.name, agent.external_identifier) == ("my-agent", "my-agent")
+    with pytest.raises(InvalidValue, match="agent_version.name"):
+        service.register_instance(principal, InstanceRegister())
+    with pytest.raises(NotFound):
+        service.register_instance(principal, InstanceRegister(agent_id="nobody"))
+    # Another account's name is another agent.
+    other = Principal(store.accounts.ensure("elsewhere"))
+    assert service.register_instance(other, InstanceRegister(agent_version={"name": "my-agent"})).agent_id \
+        != first.agent_id
