@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 import orjson
 from pydantic import ValidationError
@@ -103,12 +103,12 @@ def kept_whole(fmt: str, block: Any, kind: str | None = None) -> OpaqueContent:
                                          "value": block})
 
 
-def is_kept_whole(fmt: str, content: Any) -> bool:
+def is_kept_whole(fmt: str, content: Any) -> TypeGuard[OpaqueContent]:
     tag = content.extra.get("$type") if isinstance(content, OpaqueContent) else None
     return isinstance(tag, str) and tag.startswith(fmt + ".") and "value" in content.extra
 
 
-def kept_value(content: OpaqueContent) -> Any:
+def kept_value(content: Record) -> Any:
     return content.extra.get("value")
 
 
