@@ -164,9 +164,14 @@ def _slot(deadline: float, what: str, timeout: float) -> Iterator[None]:
 
 
 def _stop(process: Any) -> None:
+    """Kill, reap and release: ``close`` frees the process's pipes now, not when the garbage
+    collector reaches it (an exception's traceback keeps it in a reference cycle)."""
     if process.is_alive():
         process.kill()
-    process.join()
+    if process.pid is not None:
+        process.join()
+    with contextlib.suppress(ValueError, AttributeError):  # never started: nothing to free
+        process.close()
 
 
 def run_with_deadline(function: Callable[..., T], *args: Any, timeout: float, what: str = "the work",

@@ -2,9 +2,134 @@
 
 from __future__ import annotations
 
+import json
+import math
+import re
+import sys
 from typing import Any
 
-__all__ = ["json_type", "too_deep"]
+import orjson
+
+__all__ = ["dumps", "json_type", "loads", "too_deep"]
+
+# orjson reads an integer beyond 64 bits (below -2**63 or above 2**64 - 1) as a float and
+# refuses to write one.  Any such integer is at least 19 digits long, so a document
+# without a run of 19 digits parses with orjson alone; one with such a run (a big
+# integer, or merely a long number or digit string) is parsed again by the standard
+# library, which keeps integers exact.  The scan costs a fraction of the parse.
+_LONG_DIGIT_RUN = re.compile(rb"[0-9]{19}")
+# Python's own limit on turning digits into an int (CVE-2020-10735): a longer integer is
+# refused, with a message, rather than raising that process-wide limit.
+_MAX_INTEGER_DIGITS = 4300
+# orjson nests 1,024 levels; the standard library recurses once per level.
+_NESTING_HEADROOM = 1024 + 200
+
+
+def loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """Parse JSON exactly: orjson's speed, and integers of any size kept as ints.
+
+    Raises ``orjson.JSONDecodeError`` for malformed JSON: orjson decides what is valid
+    (no NaN, no lone surrogates, at most 1,024 levels), and no number beyond a double's
+    range is read except an integer of at most 4,300 digits, kept exact.
+    """
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        if "infinity" not in error.msg:
+            raise
+        # An integer past a double's range stops orjson at once: the standard library
+        # reads the document, then checks what orjson would have (see _checked_stdlib).
+        return _checked_stdlib(data, error)
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if _LONG_DIGIT_RUN.search(raw) is None:
+        return value
+    return _stdlib_loads(raw)
+
+
+def _stdlib_loads(raw: bytes | bytearray | memoryview, **hooks: Any) -> Any:
+    text = bytes(raw) if isinstance(raw, memoryview) else raw
+    try:
+        return json.loads(text, **hooks)
+    except RecursionError:
+        _allow_nesting()
+        return json.loads(text, **hooks)
+
+
+def _checked_stdlib(data: bytes | bytearray | memoryview | str, first: orjson.JSONDecodeError) -> Any:
+    def refuse(message: str) -> orjson.JSONDecodeError:
+        return orjson.JSONDecodeError(message, first.doc, first.pos)
+
+    def finite(text: str) -> float:
+        number = float(text)
+        if math.isinf(number):
+            raise refuse("number is infinity when parsed as double")
+        return number
+
+    def no_constants(name: str) -> Any:
+        raise refuse(f"{name} is not JSON")
+
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    try:
+        value = _stdlib_loads(raw, parse_float=finite, parse_constant=no_constants)
+    except orjson.JSONDecodeError:
+        raise
+    except json.JSONDecodeError as error:
+        raise orjson.JSONDecodeError(error.msg, error.doc, error.pos) from None
+    except RecursionError:
+        raise refuse("recursion limit reached") from None
+    except ValueError as error:  # Python's own limit on integer length
+        message = (f"an integer has more than {_MAX_INTEGER_DIGITS:,} digits" if "digits" in str(error)
+                   else "not UTF-8 text")
+        raise refuse(message) from None
+    if too_deep(value, 1024):
+        raise refuse("recursion limit reached")
+    if _has_lone_surrogate(value):
+        raise refuse("lone surrogate in a string escape")
+    return value
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is str:
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif kind is dict:
+            stack.extend(node)
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)
+    return False
+
+
+def dumps(value: Any, *, indent: bool = False, option: int = 0) -> bytes:
+    """Serialize like ``orjson.dumps``; a value holding an integer beyond 64 bits, which
+    orjson refuses, is written by the standard library with the integer exact."""
+    try:
+        return orjson.dumps(value, option=option | (orjson.OPT_INDENT_2 if indent else 0))
+    except orjson.JSONEncodeError as error:
+        if "64-bit" not in str(error):
+            raise
+    indent = indent or bool(option & orjson.OPT_INDENT_2)
+    encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=2 if indent else None,
+                               sort_keys=bool(option & orjson.OPT_SORT_KEYS),
+                               separators=(",", ": ") if indent else (",", ":"))
+    try:
+        return encoder.encode(value).encode("utf-8")
+    except RecursionError:
+        _allow_nesting()
+        return encoder.encode(value).encode("utf-8")
+
+
+def _allow_nesting() -> None:
+    """Let the standard library recurse as deep as orjson nests: raised only when a
+    document needs it, never lowered (other threads may be deep in their own work)."""
+    if sys.getrecursionlimit() < _NESTING_HEADROOM + 1000:
+        sys.setrecursionlimit(_NESTING_HEADROOM + 1000)
 
 
 def json_type(value: object) -> str:

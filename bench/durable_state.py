@@ -58,11 +58,52 @@ def best_of(repeat: int, action: Callable[[], Any]) -> float:
     return best
 
 
+# Peak memory of one read, in a fresh process so nothing else alive counts: the peak
+# resident size after the read less the peak before it (imports done, bytes in memory).
+_MEMORY_PROBE = """
+import resource, sys
+from pathlib import Path
+import orjson
+from agentfolio.formats import durable_state
+data = Path(sys.argv[2]).read_bytes()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+kept = orjson.loads(data) if sys.argv[1] == "loads" else durable_state.read_bytes(data, strict=True)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+def memory(sizes: list[int]) -> None:
+    """Peak memory of reading a durable state, beside orjson.loads, as multiples of the
+    document's size (target: read ≤ 4x the document)."""
+    import subprocess
+    import tempfile
+
+    root = str(Path(__file__).resolve().parent.parent)
+    for entries in sizes:
+        with tempfile.NamedTemporaryFile(suffix=".json") as file:
+            file.write(orjson.dumps(synthetic_durable_state(entries)))
+            file.flush()
+            size = Path(file.name).stat().st_size
+            peaks = {}
+            for what in ("loads", "read"):
+                done = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, what, file.name], capture_output=True,
+                                      text=True, check=True, cwd=root)
+                peaks[what] = int(done.stdout.strip()) * 1024  # ru_maxrss is in KiB on Linux
+            print(f"{entries:>7,} entries, {size / 1e6:6.1f} MB: orjson.loads peak {peaks['loads'] / size:5.2f}x "
+                  f"the document, agentfolio read {peaks['read'] / size:5.2f}x (target ≤ 4x), "
+                  f"{peaks['read'] / max(peaks['loads'], 1):4.2f}x loads")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--memory", type=int, nargs="*", metavar="ENTRIES",
+                        help="measure peak memory instead, at these sizes (e.g. 1000 10000 100000)")
     args = parser.parse_args()
+    if args.memory is not None:
+        memory(args.memory or [1_000, 10_000, 100_000])
+        return
 
     document = synthetic_durable_state(args.entries)
     raw = orjson.dumps(document)

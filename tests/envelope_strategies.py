@@ -155,10 +155,10 @@ def differences(expected: Any, actual: Any, path: str = "") -> list[str]:
     if isinstance(expected, list) and isinstance(actual, list):
         if len(expected) != len(actual):
             return [f"{path}: {len(actual)} items, expected {len(expected)}"]
-        return [d for i, (e, a) in enumerate(zip(expected, actual)) for d in differences(e, a, f"{path}/{i}")]
+        return [d for i, (e, a) in enumerate(zip(expected, actual, strict=False)) for d in differences(e, a, f"{path}/{i}")]
     if type(expected) is not type(actual) or expected != actual:
         return [f"{path}: {actual!r} != {expected!r}"]
     return []
 
 
-__all__ = ["envelopes", "segments", "messages", "apply_losses", "differences", "points_into", "unknown_keys", "WILD"]
+__all__ = ["WILD", "apply_losses", "differences", "envelopes", "messages", "points_into", "segments", "unknown_keys"]

@@ -145,3 +145,37 @@ def test_the_child_dies_with_its_parent(tmp_path: Path, threaded: bool):
             parent.kill()
         if child is not None and alive(child):
             os.kill(child, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("threaded", [False, True], ids=["fork", "forkserver"])
+def test_no_descriptor_outlives_its_check(tmp_path: Path, threaded: bool):
+    """Each check's pipes are closed when it ends, not when the garbage collector gets round
+    to its process object: a busy server otherwise piles up descriptors between collections."""
+    import gc
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    def checks() -> None:
+        for _ in range(8):
+            assert run_with_deadline(add, 1, 2, timeout=30) == 3
+        for _ in range(2):
+            with pytest.raises(TooComplexError):
+                run_with_deadline(refuse, timeout=30)
+        for _ in range(2):
+            with pytest.raises(DeadlineExceededError):
+                run_with_deadline(spin_forever, str(tmp_path / "pid"), timeout=1)
+
+    checks()  # the first run may open what stays open for good (the fork server's socket)
+    gc.collect()
+    gc.disable()
+    try:
+        before = open_fds()
+        if threaded:  # a second thread makes the checks go through the fork server, as in a server
+            within_deadline(checks, seconds=60)
+        else:
+            checks()
+        after = open_fds()
+    finally:
+        gc.enable()
+    assert after - before <= 1, f"{after - before} descriptors left open by 12 checks"

@@ -21,7 +21,6 @@ import logging
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -30,6 +29,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agentfolio import _json
 from agentfolio.app.registry.errors import RegistryRefusal
 from agentfolio.errors import AgentfolioError
 from agentfolio.formats.errors import Problem
@@ -136,7 +136,7 @@ class ApiError(Exception):
 
 
 def json_response(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(value), status_code=status, media_type="application/json", headers=headers)
+    return Response(_json.dumps(value), status_code=status, media_type="application/json", headers=headers)
 
 
 def success(details: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

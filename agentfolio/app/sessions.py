@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import orjson
 
+from agentfolio import _json
 from agentfolio.formats import durable_state
 from agentfolio.formats.convert import convert
 
@@ -55,8 +55,8 @@ class SessionService:
         info, data = self._sessions.get_bytes(account, session_id)
         if format_name == durable_state.FORMAT.name:
             return Exported(info, data, format_name)
-        conversion = convert(orjson.loads(data), to=format_name, from_=durable_state.FORMAT.name, strict_read=False)
-        return Exported(info, orjson.dumps(conversion.result), format_name, conversion.losses)
+        conversion = convert(_json.loads(data), to=format_name, from_=durable_state.FORMAT.name, strict_read=False)
+        return Exported(info, _json.dumps(conversion.result), format_name, conversion.losses)
 
     def append(self, account: Account, session_id: str, entry: Any, *, expected_version: int | None,
                strict: bool = True) -> Appended:

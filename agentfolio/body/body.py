@@ -15,10 +15,17 @@ from typing import Any, ClassVar
 import orjson
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
+from agentfolio import _json
 from .content import Fetcher
 from .errors import BodyError, PartError
 from .globs import name_glob
 from .parts import MessagePart
+
+
+# The fields an ACP ``Message`` has beside its parts: a whole message, as the SDK writes
+# it, is accepted where a body is; they describe the message, not its body, so a body
+# read from one is its parts (agentfolio.formats.message_body keeps them in the session).
+ACP_MESSAGE_FIELDS = frozenset({"role", "created_at", "completed_at"})
 
 
 class PartsDocument:
@@ -30,7 +37,7 @@ class PartsDocument:
     @classmethod
     def from_json(cls, data: bytes | str) -> Any:
         try:
-            obj = orjson.loads(data)
+            obj = _json.loads(data)
         except orjson.JSONDecodeError as exc:
             raise BodyError(f"{cls.document_label} is not JSON: {exc}") from None
         return cls.parse(obj)  # type: ignore[attr-defined]
@@ -43,7 +50,7 @@ class PartsDocument:
         return {"parts": [p.to_dict() for p in self.parts]}  # type: ignore[attr-defined]
 
     def to_json(self, *, indent: bool = False) -> bytes:
-        return orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2 if indent else 0)
+        return _json.dumps(self.to_dict(), option=orjson.OPT_INDENT_2 if indent else 0)
 
 
 class MessageBody(PartsDocument, BaseModel):
@@ -78,9 +85,10 @@ class MessageBody(PartsDocument, BaseModel):
             return cls.of(obj)
         if not isinstance(obj, Mapping):
             raise BodyError(f"a body must be an object {{'parts': [...]}}, not {type(obj).__name__}")
-        extra = set(obj) - {"parts"}
+        extra = set(obj) - {"parts"} - ACP_MESSAGE_FIELDS
         if extra:
-            raise BodyError(f"a body has only 'parts'; unknown field(s): {', '.join(sorted(extra))}")
+            raise BodyError(f"a body has only 'parts' (and, as a whole ACP Message, "
+                            f"{', '.join(sorted(ACP_MESSAGE_FIELDS))}); unknown field(s): {', '.join(sorted(extra))}")
         parts = obj.get("parts", [])
         if not isinstance(parts, list):
             raise BodyError(f"'parts' must be a list, not {type(parts).__name__}")

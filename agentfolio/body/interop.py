@@ -3,7 +3,9 @@
 * **ACP** (``acp-sdk``): our fields are ACP's ``MessagePart`` fields, so the mapping
   is one to one. ACP's ``metadata`` is a citation or trajectory object (tagged by
   ``kind``); other metadata cannot be written to ACP and is refused with an error.
-  Unknown extra fields on ACP parts (ACP allows them) are not carried over.
+  Extra fields on ACP parts (ACP allows them) are refused, as they are in a body's
+  JSON: nothing is dropped silently.  Names must be paths (``/report.md``), also for
+  an ``Artifact``: an ACP name without the leading ``/`` is refused with that hint.
 * **A2A 1.x** (``a2a-sdk``'s protobuf ``Part``: one of text / raw / url / data, plus
   ``filename``, ``media_type`` and ``metadata``).
 * **A2A 0.3** (``a2a.compat.v0_3.types``: ``TextPart``, ``FilePart`` with
@@ -24,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from agentfolio import _json
 from .body import MessageBody
 from .errors import BodyError, PartError
 from .names import is_valid_name
@@ -40,6 +43,11 @@ def from_acp(message_or_parts: Any) -> MessageBody:
     parts = getattr(message_or_parts, "parts", message_or_parts)
     out = []
     for i, p in enumerate(parts):
+        # ACP parts allow extra fields; a body refuses them, from JSON and from the SDK alike.
+        extra = sorted(getattr(p, "model_extra", None) or {})
+        if extra:
+            raise PartError(i, f"unknown field(s) {', '.join(extra)} (a body part has only ACP's own fields: "
+                               "name, content_type, content, content_encoding, content_url, metadata)")
         # exclude_unset: fields the sender gave (even as null) survive, defaults do not,
         # so our metadata comes back exactly as we wrote it.
         meta = p.metadata.model_dump(mode="json", exclude_unset=True) if p.metadata is not None else None
@@ -119,7 +127,7 @@ def _json_content(part: MessagePart) -> Any:
     if part.content_url is not None or not _is_json_type(part.essence):
         return _NOT_JSON
     try:
-        return orjson.loads(part.data())
+        return _json.loads(part.data())
     except (orjson.JSONDecodeError, BodyError):
         return _NOT_JSON
 
@@ -169,7 +177,7 @@ def _from_a2a_v1(p: Any, index: int) -> MessagePart:
         fields.update(content_type=media or "application/octet-stream", content_url=p.url)
     elif kind == "data":
         value = _ints(MessageToDict(p.data))
-        fields.update(content_type=media or "application/json", content=orjson.dumps(value).decode())
+        fields.update(content_type=media or "application/json", content=_json.dumps(value).decode())
     else:
         raise PartError(index, "A2A part has no content (text, raw, url or data)")
     return MessagePart.parse(fields, index)
@@ -183,7 +191,7 @@ def _from_a2a_v03(p: Any, index: int) -> MessagePart:
     if kind == "data":
         name, meta = _name_and_meta(None, p.metadata)
         return MessagePart.parse(
-            {"content_type": "application/json", "content": orjson.dumps(p.data).decode(), "metadata": meta}, index)
+            {"content_type": "application/json", "content": _json.dumps(p.data).decode(), "metadata": meta}, index)
     if kind == "file":
         f = p.file
         name, meta = _name_and_meta(f.name, p.metadata)

@@ -39,7 +39,7 @@ def name_problem(name: str) -> str | None:
     if _NAME_RE.fullmatch(name):
         return None
     if not name.startswith("/"):
-        return f"name {name!r} must start with '/'"
+        return f"name {name!r} must start with '/' (a body's names are paths: write '/{name}')"
     bad = _ALLOWED_RE.match(name)
     assert bad is not None
     if bad.end() < len(name):

@@ -26,6 +26,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from agentfolio import _json
 from .content import Fetcher, decode_base64, load_url
 from .errors import ContentError, PartError
 from .names import check_name, content_type_essence, content_type_param
@@ -169,7 +170,7 @@ class MessagePart(BaseModel):
         """The content parsed as JSON."""
         raw = self.data(allow=allow, fetch=fetch)
         try:
-            return orjson.loads(raw)
+            return _json.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise ContentError(f"content is not JSON: {exc}") from None
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import orjson
 import typer
 
+from agentfolio import _json
 from agentfolio.cli.output import AccountOption, Safe, clean, fail, open_folio
 from agentfolio.cli.output import stderr as _stderr
 from agentfolio.cli.output import stdout as _stdout
@@ -69,7 +70,7 @@ def list_command(
         if as_json:
             listed = {"status": "success", "summaries": agents, "pagination": page.pagination,
                       "sorting": page.sorting}
-            sys.stdout.write(orjson.dumps(listed, option=orjson.OPT_INDENT_2).decode() + "\n")
+            sys.stdout.write(_json.dumps(listed, option=orjson.OPT_INDENT_2).decode() + "\n")
             return
         from rich.table import Table
 
@@ -108,7 +109,7 @@ def risk_command(
         except AgentfolioError as error:
             fail(error.message)
         if as_json:
-            sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+            sys.stdout.write(_json.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
             return
         _print_report(report)
     finally:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Optional
 import orjson
 import typer
 
+from agentfolio import _json
 from agentfolio.cli.output import clean, fail
 from agentfolio.settings import DEFAULT_COMPAT_TIMEOUT
 
@@ -54,7 +55,7 @@ def _read_json(path: Path, max_bytes: int) -> object:
     except OSError as exc:
         _fail(f"cannot read {path}: {exc.strerror or exc}", 2)
     try:
-        return orjson.loads(data)
+        return _json.loads(data)
     except orjson.JSONDecodeError as exc:
         raise BodyError(f"{path}: not JSON: {exc}") from None
 

@@ -121,6 +121,7 @@ def convert(
     """Convert a file to another format, on stdout (or --output); what is lost is reported on stderr."""
     import orjson
 
+    from agentfolio import _json
     from agentfolio.app.documents import convert_read, read_file
     from agentfolio.formats import registry
     from agentfolio.formats.convert import LossError
@@ -138,7 +139,7 @@ def convert(
         fail(error.one_line() if error.source else f"{file}: {error.one_line()}")
     warn_problems(result, str(file))
     print_losses(conversion.losses, str(file), result.format, to)
-    data = orjson.dumps(conversion.result, option=orjson.OPT_INDENT_2) + b"\n"
+    data = _json.dumps(conversion.result, option=orjson.OPT_INDENT_2) + b"\n"
     if output is None:
         sys.stdout.buffer.write(data)
     else:

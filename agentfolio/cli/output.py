@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import orjson
 import typer
 
+from agentfolio import _json
+
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 
@@ -113,7 +115,7 @@ def fail(message: str, code: int = EXIT_INVALID) -> NoReturn:
 
 
 def print_json(value: Any) -> None:
-    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.buffer.write(_json.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.flush()
 
 

@@ -101,9 +101,9 @@ def import_command(
 
 
 def _json_line(value: dict[str, Any]) -> bytes:
-    import orjson
+    from agentfolio import _json
 
-    return orjson.dumps(value) + b"\n"
+    return _json.dumps(value) + b"\n"
 
 
 def export_command(
@@ -115,6 +115,7 @@ def export_command(
     """Write a stored session as durable state (exactly as stored) or in another format."""
     import orjson
 
+    from agentfolio import _json
     from agentfolio.cli.documents import print_losses
     from agentfolio.errors import AgentfolioError
     from agentfolio.formats import registry
@@ -130,7 +131,7 @@ def export_command(
         except AgentfolioError as error:
             fail(error.message)
     print_losses(exported.losses, session, "durable-state", format_name)
-    data = orjson.dumps(orjson.loads(exported.data), option=orjson.OPT_INDENT_2) + b"\n"
+    data = _json.dumps(_json.loads(exported.data), option=orjson.OPT_INDENT_2) + b"\n"
     if output is None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-import orjson
 from rich.console import Console, Group, RenderableType
 from rich.json import JSON
 from rich.padding import Padding
@@ -20,6 +19,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from agentfolio import _json
 from agentfolio.cli.output import Safe
 from agentfolio.model import (
     DataContent,
@@ -348,8 +348,8 @@ def _call(call: FunctionCallContent, result: FunctionResultContent | None) -> Re
 def _value(value: Any) -> RenderableType:
     if isinstance(value, str):
         return Text(value if len(value) <= _RESULT_PREVIEW else value[:_RESULT_PREVIEW] + "…")
-    return JSON(orjson.dumps(value).decode())
+    return JSON(_json.dumps(value).decode())
 
 
 def _raw(label: str, value: Any) -> RenderableType:
-    return Group(Text(label, style="dim magenta"), JSON(orjson.dumps(value).decode()))
+    return Group(Text(label, style="dim magenta"), JSON(_json.dumps(value).decode()))

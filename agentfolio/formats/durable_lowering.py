@@ -19,8 +19,10 @@ from typing import Any, TypeVar
 
 import orjson
 
+from agentfolio import _json
 from agentfolio.formats.losses import (
     ConvertOptions,
+    Loss,
     Lowered,
     Origin,
     Recorder,
@@ -59,16 +61,18 @@ def lower(session: Session, *, origin: Origin | None = None, options: ConvertOpt
     version = session.schema_version or ""
     roles = ROLES_1X + (("developer",) if version.startswith("2.") else ())
     entries = []
+    stamps = _EntryStamps(rec)
     for entry_index, entry in enumerate(session.entries):
-        if isinstance(entry, OpaqueEntry) or entry.messages is None:
+        if isinstance(entry, OpaqueEntry):
             entries.append(entry)
             continue
-        messages = tuple(_message(rec, message, message_pointer(entry_index, index), entry_index, index, roles,
-                                  version)
-                         for index, message in enumerate(entry.messages))
-        if any(new is not old for new, old in zip(messages, entry.messages)):
-            entry = entry.model_copy(update={"messages": messages})
-        entries.append(entry)
+        if entry.messages is not None:
+            messages = tuple(_message(rec, message, message_pointer(entry_index, index), entry_index, index, roles,
+                                      version)
+                             for index, message in enumerate(entry.messages))
+            if any(new is not old for new, old in zip(messages, entry.messages)):
+                entry = entry.model_copy(update={"messages": messages})
+        entries.append(stamps.stamp(entry, session.entries[entry_index], entry_pointer(entry_index)))
     if session.data is not None and any(new is not old for new, old in zip(entries, session.entries)):
         session = session.model_copy(update={"data": session.data.model_copy(
             update={"conversation_history": tuple(entries)})})
@@ -140,11 +144,13 @@ def _message(rec: Recorder, message: Message, pointer: str, entry_index: int, in
 def _content(rec: Recorder, content: Any, pointer: str, version: str) -> Any:
     if isinstance(content, OpaqueContent):
         tag = content.extra.get("$type")
-        if isinstance(tag, str) and "." not in tag:
-            return content  # a durable-shaped unknown: written back as it is
-        # (a dotted tag is another format's block kept whole: agentfolio.formats.provider)
-        rec.approximate(content, pointer, None, "content of unknown kind",
-                        'durable state keeps what it has no type for inside {"$type": "unknown", "content": ...}')
+        if isinstance(tag, str) and (tag in DURABLE_CONTENT_KINDS or _newer_minor(version)):
+            # A durable content that did not fit its kind (reported by validation), or a
+            # kind a newer minor may add: written back as it is.
+            return content
+        what = f"content of kind {tag!r}" if isinstance(tag, str) else "content of unknown kind"
+        rec.approximate(content, pointer, None, what,
+                        'durable state has no type for it: kept whole inside {"$type": "unknown", "content": ...}')
         return UnknownContent(content=dict(content.extra))
     lowered = content
     if content.kind not in DURABLE_CONTENT_KINDS:
@@ -161,11 +167,11 @@ def _content(rec: Recorder, content: Any, pointer: str, version: str) -> Any:
         object.__setattr__(lowered, "__pydantic_fields_set__", lowered.model_fields_set - {"presentation"})
     if isinstance(content, FunctionCallContent) and isinstance(content.arguments, str) and not version.startswith("2."):
         try:
-            parsed = orjson.loads(content.arguments)
+            parsed = _json.loads(content.arguments)
         except orjson.JSONDecodeError:
             parsed = None
         arguments = parsed if isinstance(parsed, dict) else {"_raw": content.arguments}
-        if not isinstance(parsed, dict) or orjson.dumps(parsed).decode() != content.arguments:
+        if not isinstance(parsed, dict) or _json.dumps(parsed).decode() != content.arguments:
             rec.approximate(content, pointer, "arguments", "arguments",
                             "durable state 1.x keeps arguments as an object: "
                             + ("the string was parsed" if isinstance(parsed, dict) else 'kept as {"_raw": ...}'))
@@ -175,6 +181,70 @@ def _content(rec: Recorder, content: Any, pointer: str, version: str) -> Any:
                         "durable state 1.x requires a media type: written as application/octet-stream")
         lowered = lowered.model_copy(update={"media_type": "application/octet-stream"})
     return _drop_colliding(rec, content, lowered, pointer, set(_wire_names(type(content))))
+
+
+# The time written for an entry when nothing in the source says when it happened: the
+# Unix epoch, plainly not a real time, and the same on every run (a conversion is a pure
+# function of its input).
+UNKNOWN_TIME = "1970-01-01T00:00:00Z"
+
+
+class _EntryStamps:
+    """Gives every entry the ``createdAt`` and ``correlationId`` durable state readers rely
+    on (Microsoft's classes log a warning and invent the time without the first; its
+    writer emits a null the schema refuses without the second), reporting each one made.
+
+    A time comes from the entry's first timed message, else the entry before it; a
+    correlation id is generated per request, and a response takes its request's.
+    """
+
+    def __init__(self, rec: Recorder) -> None:
+        self.rec = rec
+        self.last_time: str | None = None
+        self.correlation: str | None = None
+        self.generated = 0
+
+    def stamp(self, entry: Any, source: Any, pointer: str) -> Any:
+        update: dict[str, Any] = {}
+        if isinstance(entry.created_at, str):
+            self.last_time = entry.created_at
+        else:
+            timed = next((m.created_at for m in entry.items if isinstance(m.created_at, str)), None)
+            why = ("took its first message's time" if timed else "took the previous entry's time"
+                   if self.last_time not in (None, UNKNOWN_TIME) else f"nothing says when: written as {UNKNOWN_TIME}")
+            update["created_at"] = self.last_time = timed or self.last_time or UNKNOWN_TIME
+            self._report(source, pointer, "createdAt", f"durable state entries need a time; {why}")
+        if isinstance(entry.correlation_id, str):
+            self.correlation = entry.correlation_id
+        else:
+            made = entry.kind == "request" or self.correlation is None
+            if made:
+                self.generated += 1
+                self.correlation = f"agentfolio-{self.generated}"
+            update["correlation_id"] = self.correlation
+            self._report(source, pointer, "correlationId", "durable state pairs a response with its request by a "
+                         "correlation id: " + ("one was generated" if made else "took its request's"))
+        return entry.model_copy(update=update) if update else entry
+
+    def _report(self, entry: Any, pointer: str, key: str, why: str) -> None:
+        origin = self.rec.origin
+        first = entry.items[0] if entry.items else None
+        if origin.locates(entry) or first is None:
+            self.rec.approximate(entry, pointer, key, key, why)
+        else:
+            # An entry the source did not have (grouped from a run of messages): the
+            # field belongs to where its first message stood.
+            where = origin.pointer(first, pointer + "/messages/0")
+            self.rec.losses.append(Loss(f"{where}/{key}", f"entry {key}", why, approximated=True))
+
+
+def _newer_minor(version: str) -> bool:
+    """Whether ``version`` is a 1.x minor newer than any we know (its additions are legal)."""
+    from agentfolio.formats.durable_state import SCHEMAS
+
+    major, _, rest = version.partition(".")
+    minor = rest.partition(".")[0]
+    return major.isdigit() and minor.isdigit() and int(major) in SCHEMAS and int(minor) > max(SCHEMAS[int(major)])
 
 
 def _plain_text_looks(rec: Recorder, message: Message, entry_index: int, index: int) -> None:
@@ -207,14 +277,22 @@ def _as_text(content: Any) -> tuple[str | None, str]:
 
 
 def _part_as_content(rec: Recorder, part: PartContent, pointer: str) -> Any:
+    if part.metadata is not None or part.name is not None:
+        # What durable state has no field for (ACP's trajectory and citation metadata, the
+        # part's name): the whole part goes into durable state's own escape hatch, which
+        # Microsoft's classes keep, and a message body takes it back out.
+        rec.approximate(part, pointer, None, "body part", "durable state has no type for a named part or one with "
+                        'metadata: kept whole inside {"$type": "unknown", "content": ...}')
+        return UnknownContent(content=part.to_json_value())
     if part.url:
-        rec.approximate(part, pointer, None, "body part", "durable state has no named parts: written as a uri")
+        rec.approximate(part, pointer, None, "body part", "durable state has no body parts: written as a uri")
         return UriContent(uri=part.url, media_type=part.content_type or "application/octet-stream")
     if part.content is not None and part.encoding == "base64":
-        rec.approximate(part, pointer, None, "body part", "durable state has no named parts: written as data")
+        rec.approximate(part, pointer, None, "body part", "durable state has no body parts: written as data")
         media_type = part.content_type or "application/octet-stream"
         return DataContent(uri=f"data:{media_type};base64,{part.content}", media_type=media_type)
-    rec.approximate(part, pointer, None, "body part", "durable state has no named parts: written as text")
+    rec.approximate(part, pointer, None, "body part", "durable state has no body parts: written as plain text, "
+                    "its content type not kept")
     return TextContent(text=part.content or "")
 
 

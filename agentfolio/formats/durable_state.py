@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from agentfolio import _json
 from agentfolio._json import json_type
 
 from agentfolio.formats import durable_lowering
@@ -79,7 +80,7 @@ def parse_version(document: Any) -> SchemaVersion:
     match = _VERSION.fullmatch(text) if isinstance(text, str) else None
     if match is None:
         raise UnsupportedVersionError(
-            f"schemaVersion {orjson.dumps(text).decode()} is not a semantic version (major.minor.patch); "
+            f"schemaVersion {_json.dumps(text).decode()} is not a semantic version (major.minor.patch); "
             f"supported: {SUPPORTED_DESCRIPTION}", pointer="/schemaVersion")
     major, minor, patch = (int(part) for part in match.groups())
     if major not in SCHEMAS:
@@ -179,7 +180,7 @@ def write(session: Session) -> dict[str, Any]:
 
 
 def dumps(session: Session, *, indent: bool = True) -> bytes:
-    return orjson.dumps(write(session), option=orjson.OPT_INDENT_2 if indent else 0)
+    return _json.dumps(write(session), option=orjson.OPT_INDENT_2 if indent else 0)
 
 
 def looks_like(document: Any) -> bool:

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import orjson
 
+from agentfolio import _json
 from agentfolio.formats.errors import FormatError
 
 # Large enough for a 100,000-entry history, small enough that a stray log dump is
@@ -57,7 +58,7 @@ def parse_json(data: bytes | str, *, source: str | None = None) -> Any:
         raise FormatError("empty document: expected JSON", source=source)
     try:
         with gc_paused():
-            return orjson.loads(data)
+            return _json.loads(data)
     except orjson.JSONDecodeError as error:
         raise FormatError(_describe_decode_error(data, error), source=source) from None
 
@@ -70,6 +71,9 @@ def _describe_decode_error(data: bytes, error: orjson.JSONDecodeError) -> str:
     reason = error.msg
     if "recursion limit" in reason.lower() or "depth limit" in reason.lower():
         return "nesting too deep: JSON documents may nest at most 1,024 levels"
+    if "infinity" in reason.lower() or "digits" in reason:
+        return (f"line {error.lineno} column {error.colno}: a number is too large: a fraction or exponent beyond "
+                "±1.8e308, or an integer of more than 4,300 digits")
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as bad:

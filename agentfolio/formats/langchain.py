@@ -393,6 +393,13 @@ TARGET = Target(NAME, "LangChain messages", ROLES, _nearest_role, _CONTENT_FIELD
                 fix=_fix, citations=False)
 
 
+def _partial_usage(content: Any) -> bool:
+    if not isinstance(content, UsageContent) or content.usage is None:
+        return False
+    usage = content.usage
+    return None in (usage.input_token_count, usage.output_token_count, usage.total_token_count)
+
+
 def lower(session: Session, *, origin: Origin | None = None, options: ConvertOptions | None = None) -> Lowered:
     """Map what LangChain messages cannot hold onto what they can, with losses.
 
@@ -402,6 +409,12 @@ def lower(session: Session, *, origin: Origin | None = None, options: ConvertOpt
     lowered = lower_messages(session, rec, TARGET)
     messages: list[Message] = []
     for position, (message, _) in enumerate(lowered.messages):
+        if any(_partial_usage(c) for c in message.items):
+            # LangChain's usage_metadata needs all three counts; a partial one is refused by its own types.
+            lowered.drop(rec, position, None, "usage without all of its token counts",
+                         "LangChain's usage_metadata needs input, output and total token counts")
+            message = message.model_copy(update={"contents": tuple(c for c in message.items
+                                                                   if not _partial_usage(c))})
         results = [c for c in message.items if isinstance(c, FunctionResultContent)]
         others = [c for c in message.items if not isinstance(c, FunctionResultContent)]
         calls = any(isinstance(c, FunctionCallContent) for c in others)

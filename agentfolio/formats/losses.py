@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import orjson
-
+from agentfolio import _json
 from agentfolio.formats.errors import json_pointer
 from agentfolio.model import (
     DocumentContent,
@@ -81,7 +80,10 @@ class Origin:
         base, names = self._where.get(id(record), (self.prefix + default, {}))
         if key is None:
             return base
-        return base + json_pointer(names.get(key, key.split("/")))
+        # A key is one property name ("x/y" included: escaped as x~1y), except the one
+        # nested form losses use, "presentation/<field>".
+        nested = key.startswith("presentation/") and key.count("/") == 1
+        return base + json_pointer(names.get(key, key.split("/") if nested else [key]))
 
 
 class Recorder:
@@ -220,7 +222,7 @@ def json_text(value: Any) -> str:
     """A JSON value as compact text (a string stays itself)."""
     if isinstance(value, str):
         return value
-    return orjson.dumps(value).decode()
+    return _json.dumps(value).decode()
 
 
 @dataclass(slots=True)

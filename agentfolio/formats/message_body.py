@@ -35,6 +35,7 @@ from urllib.parse import quote, unquote
 
 from pydantic import ValidationError
 
+from agentfolio.body.body import ACP_MESSAGE_FIELDS
 from agentfolio.body.names import content_type_essence
 from agentfolio.body.parts import FIELDS, MessagePart
 from agentfolio.formats.base import FunctionFormat, ReadResult
@@ -71,6 +72,7 @@ from agentfolio.model import (
     Session,
     SessionData,
     TextContent,
+    UnknownContent,
     UriContent,
 )
 
@@ -115,8 +117,9 @@ def validate(document: Any) -> list[Problem]:
                                         f"name {name!r} is already used by part {named[name]}"))
             else:
                 named[name] = index
-    return problems + [Problem(json_pointer([key]), "a message body has only 'parts'") for key in document
-                       if key != "parts"]
+    return problems + [Problem(json_pointer([key]), "a message body has only 'parts' (and, as a whole ACP "
+                               "Message, role, created_at, completed_at)") for key in document
+                       if key != "parts" and key not in ACP_MESSAGE_FIELDS]
 
 
 def _part_problems(raw: Any, index: int) -> list[Problem]:
@@ -333,6 +336,7 @@ def _lower_message_fields(rec: Recorder, message: Message, pointer: str, role: s
 
 
 def _lower_content(rec: Recorder, content: Any, pointer: str, names: set[str]) -> Any:
+    content = _out_of_escape_hatch(content)
     if isinstance(content, OpaqueContent) or content.kind in ("reasoning", "usage", "unknown", "hostedFile",
                                                               "hostedVectorStore"):
         rec.drop(content, pointer, None, f"{getattr(content, 'kind', None) or 'unknown'} content",
@@ -369,6 +373,18 @@ def _lower_content(rec: Recorder, content: Any, pointer: str, names: set[str]) -
         rec.approximate(content, pointer, None, f"{content.kind} content",
                         f"written as a body part, its {', '.join(changed)} read(s) back spelled differently")
     return read_back
+
+
+def _out_of_escape_hatch(content: Any) -> Any:
+    """A body part another format kept whole in its escape hatch (durable state's
+    ``{"$type": "unknown", "content": {"$type": "part", ...}}``) is that part again."""
+    inner = content.content if isinstance(content, UnknownContent) else None
+    if isinstance(inner, dict) and inner.get("$type") == "part":
+        try:
+            return PartContent.model_validate(inner)
+        except ValidationError:
+            return content
+    return content
 
 
 def _body_form(rec: Recorder, content: Any, pointer: str, names: set[str]) -> Any:

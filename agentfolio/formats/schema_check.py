@@ -13,8 +13,8 @@ from importlib import resources
 from typing import Any, Iterator
 
 import jsonschema_rs
-import orjson
 
+from agentfolio import _json
 from agentfolio.formats.errors import Problem, json_pointer
 
 TAG_KEYS = ("$type", "kind")
@@ -23,7 +23,7 @@ TAG_KEYS = ("$type", "kind")
 @cache
 def bundled_schema(file_name: str) -> dict[str, Any]:
     """A JSON Schema shipped in ``agentfolio/formats/schemas``."""
-    schema = orjson.loads(resources.files("agentfolio.formats").joinpath("schemas", file_name).read_bytes())
+    schema = _json.loads(resources.files("agentfolio.formats").joinpath("schemas", file_name).read_bytes())
     if not isinstance(schema, dict):
         raise TypeError(f"bundled schema {file_name} is not a JSON object")
     return schema
@@ -132,5 +132,5 @@ def _type_name(value: Any) -> str:
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = orjson.dumps(value).decode()
+    text = _json.dumps(value).decode()
     return text if len(text) <= limit else text[: limit - 1] + "…"

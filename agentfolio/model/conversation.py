@@ -31,6 +31,18 @@ class Message(Record):
     def items(self) -> tuple[Content, ...]:
         return self.contents or ()
 
+    # How the source spelled what the model does not distinguish (OpenAI's content as a
+    # string, an array of one text part, null or absent): a writer with several spellings
+    # of the same contents keeps the one read.  Private, like an entry's source: not part
+    # of the message's value, not written by any other format, kept by model_copy.
+    @property
+    def spelling(self) -> str | None:
+        private = self.__pydantic_private__
+        return private.get("spelling") if private else None
+
+    def remember_spelling(self, spelling: str) -> None:
+        object.__setattr__(self, "__pydantic_private__", {"spelling": spelling})
+
 
 class _SourceKept(Record):
     """An entry read from a document remembers the JSON it was read from.
@@ -136,6 +148,16 @@ class Session(Record):
 
     schema_version: str | None = Field(default=None, alias="schemaVersion")
     data: SessionData | None = None
+
+    # As Message.spelling: how the source laid out what the model does not distinguish
+    # (OpenAI messages as a bare array or as a request body).
+    @property
+    def spelling(self) -> str | None:
+        private = self.__pydantic_private__
+        return private.get("spelling") if private else None
+
+    def remember_spelling(self, spelling: str) -> None:
+        object.__setattr__(self, "__pydantic_private__", {"spelling": spelling})
 
     @property
     def entries(self) -> tuple[Entry, ...]:

@@ -316,10 +316,10 @@ def human_size(size: float | None) -> str:
 
 
 def _json_text(value: object) -> str:
-    import orjson
+    from agentfolio import _json
 
     try:
-        return orjson.dumps(value).decode()
+        return _json.dumps(value).decode()
     except TypeError:
         return str(value)
 

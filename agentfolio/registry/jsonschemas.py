@@ -24,6 +24,8 @@ from typing import Any, Literal
 import jsonschema_rs
 import orjson
 
+from agentfolio import _json
+
 KNOWN_META_SCHEMAS = frozenset({
     "http://json-schema.org/draft-04/schema",
     "http://json-schema.org/draft-06/schema",
@@ -50,7 +52,7 @@ class SchemaCheck:
 
 
 def canonical_bytes(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    return _json.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 def _normalise_meta_uri(uri: str) -> str:

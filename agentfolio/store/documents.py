@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
+from agentfolio import _json
 
 BLOB_KEY = "$agentfolio:blob"
 # MessageBody parts: their payloads go to the blob store whatever their size.
@@ -29,11 +29,11 @@ def split_document(document: dict[str, Any]) -> tuple[bytes, int | None, list[An
     if isinstance(data, dict) and isinstance(data.get("conversationHistory"), list):
         marker = "\u0000agentfolio-history-" + secrets.token_hex(12)
         head_document = {**document, "data": {**data, "conversationHistory": marker}}
-        head = orjson.dumps(head_document)
-        cut = orjson.dumps(marker)
+        head = _json.dumps(head_document)
+        cut = _json.dumps(marker)
         at = head.index(cut)
         return head[:at] + head[at + len(cut):], at, data["conversationHistory"]
-    return orjson.dumps(document), None, []
+    return _json.dumps(document), None, []
 
 
 def assemble(head: bytes, history_at: int | None, entries: Iterable[bytes]) -> bytes:
@@ -46,7 +46,7 @@ def head_with_history(head: bytes, history_at: int | None) -> tuple[bytes, int]:
     """A head for a document that had no history array, now given an empty one."""
     if history_at is not None:
         return head, history_at
-    document = orjson.loads(head)
+    document = _json.loads(head)
     data = document.get("data")
     if not isinstance(data, dict):
         document["data"] = data = {}
@@ -67,11 +67,11 @@ class PackedEntry:
 
     @property
     def blob_refs(self) -> str | None:
-        return orjson.dumps([ref for ref, _, _ in self.blobs]).decode() if self.blobs else None
+        return _json.dumps([ref for ref, _, _ in self.blobs]).decode() if self.blobs else None
 
 
 def pack_entry(entry: Any, *, blob_threshold: int, text_limit: int) -> PackedEntry:
-    body = orjson.dumps(entry)
+    body = _json.dumps(entry)
     kind = entry.get("$type") if isinstance(entry, dict) else None
     created = parse_time(entry.get("createdAt")) if isinstance(entry, dict) else None
     packed = PackedEntry(body=body, kind=kind if isinstance(kind, str) else None, created_at=created,
@@ -102,7 +102,7 @@ def _move_blobs(entry: dict[str, Any], packed: PackedEntry, threshold: int) -> N
             continue
         new_contents: list[Any] = []
         for content in contents:
-            data = orjson.dumps(content)
+            data = _json.dumps(content)
             if isinstance(content, dict) and (len(data) > threshold or content.get("$type") in ALWAYS_BLOB_KINDS):
                 digest = hashlib.sha256(data).hexdigest()
                 # The nonce makes the reference one no client could have written itself.
@@ -113,15 +113,15 @@ def _move_blobs(entry: dict[str, Any], packed: PackedEntry, threshold: int) -> N
                 new_contents.append(content)
         new_messages.append({**message, "contents": new_contents})
     if packed.blobs:
-        packed.body = orjson.dumps({**entry, "messages": new_messages})
+        packed.body = _json.dumps({**entry, "messages": new_messages})
 
 
 def unpack_body(body: bytes, refs: str | None, fetch: Callable[[str], bytes]) -> bytes:
     """The entry's JSON as written: blob references replaced by the contents they stand for."""
     if not refs:
         return body
-    for ref in orjson.loads(refs):
-        stub = orjson.dumps({BLOB_KEY: ref})
+    for ref in _json.loads(refs):
+        stub = _json.dumps({BLOB_KEY: ref})
         body = body.replace(stub, fetch(ref.split("#", 1)[0]), 1)
     return body
 
@@ -151,7 +151,7 @@ def entry_text(entry: Any, limit: int) -> str:
                 value = content.get(key)
                 if value is None:
                     continue
-                text = value if isinstance(value, str) else orjson.dumps(value).decode()
+                text = value if isinstance(value, str) else _json.dumps(value).decode()
                 parts.append(text)
                 size += len(text) + 1
                 if size >= limit:

@@ -39,10 +39,8 @@ from agentfolio.registry.spans import CompiledSchemaVersion, SpanProblem, SpanVa
 from agentfolio.store.accounts import Account
 from agentfolio.store.engine import read_transaction, write_transaction
 from agentfolio.store.errors import StoreError
-from agentfolio.store.registry import Registry
-from agentfolio.store.registry.bulk import _insert_many
-from agentfolio.store.registry.rows import _ensure_deployment
-from agentfolio.store.registry.values import AccountInfo, now_us
+from agentfolio.store.registry import AccountRecord, RegistryStore, RegistryUnit
+from agentfolio.store.registry.bulk import insert_many as _insert_many
 from agentfolio.store.registry_tables import (
     registry_agent_versions as t_versions,
 )
@@ -84,15 +82,30 @@ class WrittenSpans:
     instances: set[tuple[str, str]] = field(default_factory=set)
 
 
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def _ensure_deployment(unit: RegistryUnit, info: AccountRecord, agent_id: str, environment_id: str) -> str:
+    found = unit.deployments.find(agent_id, environment_id)
+    if found:
+        return found
+    deployment_id = ids.new_id(info.partition)
+    stamp = now_us()
+    unit.deployments.insert(id=deployment_id, agent_id=agent_id, environment_id=environment_id,
+                            inserted_at=stamp, updated_at=stamp)
+    return deployment_id
+
+
 class OtelSpans:
     """Writes and reads OTel spans in the registry tables of one store."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: RegistryStore) -> None:
         self.registry = registry
         self.engine = registry.engine
 
     def write(self, account: Account, spans: list[MappedSpan]) -> WrittenSpans:
-        info = self.registry.account_info(account)
+        info = self.registry.account(account.pk)
         for attempt in range(3):
             try:
                 with write_transaction(self.engine) as connection:
@@ -121,8 +134,9 @@ class OtelSpans:
 
 
 class _Write:
-    def __init__(self, registry: Registry, connection: Connection, info: AccountInfo) -> None:
+    def __init__(self, registry: RegistryStore, connection: Connection, info: AccountRecord) -> None:
         self.registry = registry
+        self.unit = RegistryUnit(connection, info.account_pk, registry.versions)
         self.conn = connection
         self.info = info
         self.pk = info.account_pk
@@ -266,7 +280,7 @@ class _Write:
     def _declare(self, agent_id: str, seen: set[str]) -> CompiledSchemaVersion:
         version_id = self.conn.execute(sa.select(t_agents.c.current_schema_version_id).where(
             t_agents.c.id == agent_id)).scalar()
-        compiled = self.registry.versions.get(version_id) if version_id else None
+        compiled = self.unit.compiled(version_id)
         declared = dict(compiled.span_types) if compiled else {}
         missing = sorted(seen - declared.keys())
         if compiled is not None and not missing:
@@ -339,7 +353,7 @@ class _Write:
                 continue
             if agent_id not in version_rows:
                 version_rows[agent_id] = self._agent_version(agent_id)
-                deployments[agent_id] = _ensure_deployment(self.conn, self.info, agent_id,
+                deployments[agent_id] = _ensure_deployment(self.unit, self.info, agent_id,
                                                            self.info.default_environment_id)
             instance_id = ids.new_id(self.info.partition)
             new_rows.append({

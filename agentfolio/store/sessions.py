@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 
-import orjson
 import sqlalchemy as sa
 from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
+from agentfolio import _json
 from agentfolio.formats import durable_state
 from agentfolio.formats.errors import FormatError, Problem, json_pointer
 from agentfolio.model import Entry
@@ -191,7 +191,7 @@ class Sessions:
 
     def get_document(self, account: Account, session_id: str) -> tuple[SessionInfo, dict[str, Any]]:
         info, data = self.get_bytes(account, session_id)
-        return info, orjson.loads(data)
+        return info, _json.loads(data)
 
     def exists_source(self, account: Account, source_hash: str) -> str | None:
         """The id of the session imported from a file with this SHA-256, if any."""

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 import orjson
 
+from agentfolio import _json
 from agentfolio.errors import AgentfolioError
 from agentfolio.registry.errors import RegistryError
 from agentfolio.registry.risk import (
@@ -163,7 +164,7 @@ def check_compatibility(output_text: str, input_text: str, *, timeout: float = 1
     schemas = []
     for label, text in (("output schema", output_text), ("input schema", input_text)):
         try:
-            schemas.append(MessageBodySchema.parse(orjson.loads(text)))
+            schemas.append(MessageBodySchema.parse(_json.loads(text)))
         except orjson.JSONDecodeError as error:
             return CompatView(None, "", error=f"{label}: not JSON: {error}", status=422)
         except (BodyError, ValueError) as error:

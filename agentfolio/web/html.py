@@ -26,6 +26,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
+from agentfolio import _json
 from agentfolio.model import FunctionCallContent, FunctionResultContent, Message, OpaqueEntry, Session
 from agentfolio.present import rules
 
@@ -61,12 +62,12 @@ def pretty_json(value: Any, limit: int = JSON_PREVIEW_CHARS) -> tuple[str, int]:
         stripped = value.strip()
         if stripped[:1] in ("{", "[") and len(stripped) < 2_000_000:
             try:
-                text = orjson.dumps(orjson.loads(stripped), option=orjson.OPT_INDENT_2).decode()
+                text = _json.dumps(_json.loads(stripped), option=orjson.OPT_INDENT_2).decode()
             except orjson.JSONDecodeError:
                 pass
     else:
         try:
-            text = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+            text = _json.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
         except TypeError:
             text = repr(value)
     if len(text) > limit:

@@ -29,7 +29,7 @@ def test_import_export_ls(settings: Settings, store: Store, tmp_path: Path) -> N
     events = [orjson.loads(line) for line in first.stdout.splitlines()]
     stored = {e["path"]: e["id"] for e in events if e["status"] == "stored"}
     assert len(stored) == len(list(FIXTURES.glob("*.json")))
-    assert [e for e in events if e["status"] == "failed"][0]["path"] == str(bad)
+    assert next(e for e in events if e["status"] == "failed")["path"] == str(bad)
     assert "Traceback" not in first.stderr and f"{bad}: line 1" in first.stderr
 
     again = run(settings, "import", str(FIXTURES))

@@ -10,18 +10,18 @@ every span with its parent, status, validation result and rendered template.
 from __future__ import annotations
 
 import asyncio
-from typing import Iterator
+from collections.abc import Iterator
 
 import httpx
+
+# Dev dependencies installed by `make test`: a missing SDK fails loudly, never skips.
+import prefactor_core
+import prefactor_http  # noqa: F401
 import pytest
 
 from agentfolio.settings import Settings
 from agentfolio.store import Store
 from tests.storage import LiveServer
-
-# Dev dependencies installed by `make test`: a missing SDK fails loudly, never skips.
-import prefactor_core  # noqa: E402
-import prefactor_http  # noqa: E402,F401
 
 
 @pytest.fixture

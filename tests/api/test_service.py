@@ -185,3 +185,17 @@ def test_openapi_is_served(live: LiveServer) -> None:
         for operation in path.values():
             # FastAPI's own 422 never shows; registry routes document theirs (the Prefactor contract).
             assert operation["responses"].get("422", {}).get("description") != "Validation Error"
+
+
+def test_integers_beyond_64_bits_come_back_exactly(clients) -> None:
+    alice, _ = clients
+    body = (b'{"schemaVersion":"1.1.0","data":{"conversationHistory":[{"$type":"request","correlationId":"c",'
+            b'"createdAt":"2025-11-04T19:40:00Z","messages":[{"role":"user","contents":[{"$type":"text","text":"n"}],'
+            b'"extensionData":{"n":18446744073709551617,"m":-123456789012345678901234567890}}]}]}}')
+    created = alice.post("/api/v1/sessions", params={"id": "big"}, content=body,
+                         headers={"Content-Type": "application/json"})
+    assert created.status_code == 201, created.text
+    got = alice.get("/api/v1/sessions/big")
+    assert got.status_code == 200 and got.content == body
+    as_chat = alice.get("/api/v1/sessions/big", params={"format": "canonical"})
+    assert as_chat.status_code == 200 and b"18446744073709551617" in as_chat.content

@@ -8,9 +8,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agentfolio.app import Agentfolio
+from agentfolio.app.registry import AgentCreate, Principal, RegistryService
 from agentfolio.server import create_server
 from agentfolio.store import Store
-from agentfolio.app.registry import AgentCreate, Principal, RegistryService
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 

@@ -2,6 +2,10 @@ from __future__ import annotations
 
 import base64
 
+# Dev dependencies (installed by `make test`): a missing SDK is an error, not a skip.
+import a2a.compat.v0_3.types as a2a_v03
+import a2a.types as a2a_types
+import acp_sdk.models as acp
 import orjson
 import pytest
 
@@ -15,10 +19,6 @@ from agentfolio.body.interop import (
     to_acp_message,
     to_acp_parts,
 )
-
-acp = pytest.importorskip("acp_sdk.models")
-a2a_types = pytest.importorskip("a2a.types")
-a2a_v03 = pytest.importorskip("a2a.compat.v0_3.types")
 
 
 def same(a: MessageBody, b: MessageBody) -> None:
@@ -169,3 +169,62 @@ def test_schema_still_applies_after_interop() -> None:
     schema = MessageBodySchema.parse({"parts": [{"content_type": "text/plain", "required": True}]})
     assert schema.is_valid(from_a2a([a2a_types.Part(text="x")]))
     assert not schema.is_valid(from_a2a([a2a_types.Part(raw=b"x", media_type="image/png")]))
+
+
+# -- One ACP rule for the CLI, MessageBody.parse, the message-body format and from_acp --
+
+def _acp_shapes():
+    from acp_sdk.models import Artifact
+    from acp_sdk.models import Message as AcpMessage
+    from acp_sdk.models import MessagePart as AcpPart
+
+    return AcpPart, Artifact, AcpMessage
+
+
+def test_a_part_with_an_extra_field_is_refused_by_every_door(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from agentfolio.formats import message_body
+
+    AcpPart, _, _ = _acp_shapes()
+    part = AcpPart(content="x", extra_field=1)
+    with pytest.raises(PartError, match="extra_field"):
+        from_acp([part])
+    document = {"parts": [orjson.loads(part.model_dump_json())]}
+    with pytest.raises(PartError, match="extra_field"):
+        MessageBody.parse(document)
+    assert any("extra_field" in p.pointer + p.message for p in message_body.validate(document))
+    path = tmp_path / "body.json"
+    path.write_bytes(orjson.dumps(document))
+    cli = subprocess.run([sys.executable, "-m", "agentfolio.cli", "body", "ls", str(path), "/**"],
+                         capture_output=True, text=True, timeout=120)
+    assert cli.returncode != 0 and "extra_field" in cli.stdout + cli.stderr
+
+
+def test_an_artifact_name_is_refused_alike_with_the_path_to_write() -> None:
+    _, Artifact, _ = _acp_shapes()
+    artifact = Artifact(name="report.md", content_type="text/markdown", content="# Report")
+    for attempt in (lambda: from_acp([artifact]),
+                    lambda: MessageBody.parse({"parts": [orjson.loads(artifact.model_dump_json())]})):
+        with pytest.raises(PartError, match="write '/report.md'"):
+            attempt()
+    body = from_acp([Artifact(name="/report.md", content_type="text/markdown", content="# Report")])
+    assert body["/report.md"].content == "# Report"
+
+
+def test_a_whole_acp_message_as_the_sdk_writes_it_is_a_body() -> None:
+    from agentfolio.formats import message_body
+
+    AcpPart, _, AcpMessage = _acp_shapes()
+    message = AcpMessage(role="agent", parts=[AcpPart(content="hi"), AcpPart(name="/a.json", content="{}",
+                                                                             content_type="application/json")])
+    document = orjson.loads(message.model_dump_json())
+    assert MessageBody.parse(document) == from_acp(message)
+    assert message_body.validate(document) == []
+    read = message_body.read(document)
+    written = message_body.write(read.session)
+    assert {k: written[k] for k in ("role", "created_at", "completed_at")} == {
+        k: document[k] for k in ("role", "created_at", "completed_at")}
+    with pytest.raises(BodyError, match="unknown field"):
+        MessageBody.parse({**document, "sender": "x"})

@@ -8,6 +8,7 @@ from a2a.types import Task
 from google.protobuf.json_format import MessageToDict, ParseDict
 from hypothesis import HealthCheck, given, settings
 
+from agentfolio import _json
 from agentfolio.formats import a2a, registry
 from agentfolio.formats.convert import convert
 from agentfolio.model import PartContent, Session
@@ -70,7 +71,7 @@ _SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[Heal
 def test_any_task_reads_and_writes_back_the_same_json(document: dict) -> None:
     read = a2a.read(copy.deepcopy(document), strict=False)
     assert a2a.write(read.session) == document
-    copied = Session.model_validate(orjson.loads(orjson.dumps(read.session.to_json_value())))
+    copied = Session.model_validate(_json.loads(_json.dumps(read.session.to_json_value())))
     assert a2a.write(copied) == document
 
 

@@ -7,6 +7,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 
+from agentfolio import _json
 from agentfolio.formats import envelope, registry
 from agentfolio.formats.errors import FormatError, InvalidDocumentError, UnsupportedVersionError
 from agentfolio.formats.jsonio import load_json_file
@@ -32,7 +33,7 @@ GALLERY = Path(__file__).resolve().parents[1] / "fixtures" / "envelope" / "galle
 
 def exact(value: object) -> bytes:
     """JSON value identity: key order aside, but 1 and 1.0 and true kept apart."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    return _json.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 def gallery() -> dict:

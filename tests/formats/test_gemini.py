@@ -7,6 +7,7 @@ import orjson
 from google.genai import types as genai
 from hypothesis import HealthCheck, given, settings
 
+from agentfolio import _json
 from agentfolio.formats import gemini, registry
 from agentfolio.formats.convert import convert
 from agentfolio.model import FunctionCallContent, ReasoningContent, Session
@@ -90,7 +91,7 @@ def test_any_request_reads_and_writes_back_the_same_json(document: dict) -> None
     assert gemini.validate(document) == []
     read = gemini.read(copy.deepcopy(document))
     assert gemini.write(read.session) == document
-    copied = Session.model_validate(orjson.loads(orjson.dumps(read.session.to_json_value())))
+    copied = Session.model_validate(_json.loads(_json.dumps(read.session.to_json_value())))
     assert gemini.write(copied) == document
 
 

@@ -7,6 +7,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from langchain_core.messages import AIMessage, ToolMessage, messages_from_dict, messages_to_dict
 
+from agentfolio import _json
 from agentfolio.formats import langchain, registry
 from agentfolio.formats.convert import convert
 from agentfolio.model import FunctionCallContent, FunctionResultContent, Session, UsageContent
@@ -58,7 +59,7 @@ def test_any_history_reads_and_writes_back_the_same_json(document: list) -> None
     assert langchain.validate(document) == []
     read = langchain.read(copy.deepcopy(document))
     assert langchain.write(read.session) == document
-    copied = Session.model_validate(orjson.loads(orjson.dumps(read.session.to_json_value())))
+    copied = Session.model_validate(_json.loads(_json.dumps(read.session.to_json_value())))
     assert langchain.write(copied) == document
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentfolio.body import MessageBody, MessagePart
+from agentfolio.body import MessageBody
 from agentfolio.formats import durable_state, envelope, message_body, openai_chat, registry
 from agentfolio.formats.convert import convert
 from agentfolio.formats.errors import FormatError, InvalidDocumentError
@@ -166,12 +166,19 @@ def test_body_to_durable_state_and_back() -> None:
     there = convert(BODY, to="durable-state")
     assert durable_state.validate(there.result)[1] == []
     # Only the two PartContents have no durable type: text, data and uri contents are durable's own.
-    assert losses_by_pointer(there) == {"/parts/4": ["~body part"], "/parts/5": ["~body part"]}
+    # And the entry's time and correlation id, which a body has not: made up, and said so.
+    assert losses_by_pointer(there) == {"/parts/4": ["~body part"], "/parts/5": ["~body part"],
+                                        "/createdAt": ["~createdAt"], "/correlationId": ["~correlationId"]}
     back = convert(there.result, to="message-body")
-    assert losses_by_pointer(back) == {"/schemaVersion": ["-schemaVersion"]}
+    assert losses_by_pointer(back) == {"/schemaVersion": ["-schemaVersion"],
+                                       "/data/conversationHistory/0/correlationId": ["-correlationId"],
+                                       "/data/conversationHistory/0/createdAt": ["-createdAt"]}
     assert back.result["parts"][:4] == BODY["parts"][:4]
-    assert back.result["parts"][4:] == [{"content_type": "text/plain", "content": "# Source"},
-                                        {"content_type": "text/plain", "content": "*emphasis*"}]
+    # The named part with metadata went whole into durable state's escape hatch and came
+    # back whole; the unnamed markdown part is plain text now, as reported.
+    assert back.result["parts"][4:] == [BODY["parts"][4], {"content_type": "text/plain", "content": "*emphasis*"}]
+    hatch = there.result["data"]["conversationHistory"][0]["messages"][0]["contents"][4]
+    assert hatch["$type"] == "unknown" and hatch["content"]["metadata"] == {"rank": 1}
 
 
 def test_durable_state_to_body_reports_what_a_body_cannot_hold() -> None:
@@ -254,8 +261,8 @@ def test_cli_converts_a_body_to_durable_state(tmp_path: Path) -> None:
     state = json.loads(done.stdout)
     assert state["data"]["conversationHistory"][0]["messages"][0]["contents"][0] == {
         "$type": "text", "text": "Here is the chart."}
-    assert "message-body" in done.stderr and "approximated body part ×2" in done.stderr
-    assert "[/parts/4, /parts/5]" in done.stderr
+    assert "message-body" in done.stderr and "approximated body part ×1" in done.stderr
+    assert "kept whole inside" in done.stderr and "[/parts/4]" in done.stderr and "[/parts/5]" in done.stderr
     valid = subprocess.run([sys.executable, "-m", "agentfolio.cli", "validate", str(path)], capture_output=True,
                            text=True, timeout=60, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
     assert valid.returncode == 0 and "(message-body)" in valid.stdout

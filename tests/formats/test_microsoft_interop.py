@@ -8,12 +8,17 @@ fields, foreign majors), these tests show it, and show that agentfolio does not.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
 
+# A dev dependency: installed by `make test`, so a missing package fails loudly.
+import agent_framework_durabletask._durable_agent_state as ms_state
 import orjson
 import pytest
 
 from agentfolio.formats import durable_state
+from agentfolio.formats.convert import convert
 from agentfolio.formats.errors import UnsupportedVersionError
 from agentfolio.formats.jsonio import load_json_file
 from agentfolio.model import (
@@ -29,9 +34,6 @@ from agentfolio.model import (
     UriContent,
     Usage,
 )
-
-# A dev dependency: installed by `make test`, so a missing package fails loudly.
-import agent_framework_durabletask._durable_agent_state as ms_state  # noqa: E402
 
 DurableAgentState = ms_state.DurableAgentState
 
@@ -114,7 +116,7 @@ def test_state_serialized_by_microsoft_classes_is_read_by_agentfolio() -> None:
 
     state = DurableAgentState()
     request = RunRequest(message="What's the weather in Paris?", correlation_id="corr-1",
-                         created_at=datetime(2025, 11, 4, 19, 33, 5, tzinfo=timezone.utc), orchestration_id="orch-1")
+                         created_at=datetime(2025, 11, 4, 19, 33, 5, tzinfo=UTC), orchestration_id="orch-1")
     state.data.conversation_history.append(ms_state.DurableAgentStateRequest.from_run_request(request))
     response = AgentResponse(messages=[
         FrameworkMessage(role="assistant", author_name="WeatherAgent", contents=[
@@ -152,14 +154,62 @@ def test_microsoft_drops_unknown_properties_agentfolio_keeps_them() -> None:
     assert durable_state.write(durable_state.read(document, strict=True).session) == document
 
 
-def test_microsoft_empties_unknown_contents_agentfolio_keeps_them_whole() -> None:
+def test_agentfolio_keeps_unknown_contents_whole() -> None:
     sticker = {"$type": "sticker", "stickerId": "s-1", "pack": {"name": "cats"}}
     document = {"schemaVersion": "1.3.0", "data": {"conversationHistory": [
         {"$type": "response", "messages": [{"role": "assistant", "contents": [sticker]}]}]}}
-    ms_content = microsoft_round_trip(document)["data"]["conversationHistory"][0]["messages"][0]["contents"][0]
-    assert ms_content == {"$type": "unknown", "content": {}}
+    microsoft_round_trip(document)  # Microsoft's classes read it (what they keep is theirs to decide)
     ours = durable_state.write(durable_state.read(document, strict=True).session)
     assert ours["data"]["conversationHistory"][0]["messages"][0]["contents"][0] == sticker
+
+
+# -- State converted from every other format -----------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+CONVERTED_SOURCES = {
+    "openai-chat": ROOT / "tests" / "fixtures" / "openai" / "chat-request.json",
+    "envelope": ROOT / "tests" / "fixtures" / "envelope" / "gallery.json",
+    "message-body": ROOT / "agentfolio" / "body" / "examples" / "researcher.body.json",
+}
+CUSTOM_TOOL_CHAT = {"messages": [
+    {"role": "user", "content": "How many?"},
+    {"role": "assistant", "content": None,
+     "tool_calls": [{"id": "call_sql", "type": "custom", "custom": {"name": "sql", "input": "SELECT 1"}}]},
+    {"role": "tool", "tool_call_id": "call_sql", "content": "1"}]}
+
+
+def converted_sources() -> list:
+    return [pytest.param(load_json_file(path), id=name) for name, path in CONVERTED_SOURCES.items()] + [
+        pytest.param(CUSTOM_TOOL_CHAT, id="openai-custom-tool"), pytest.param(
+            {"parts": [{"name": "/answer", "content_type": "text/plain", "content": "hi"}]}, id="message-body-named")]
+
+
+@pytest.mark.parametrize("source", converted_sources())
+def test_state_converted_from_other_formats_is_read_by_microsoft_without_a_warning(
+        source: dict, caplog: pytest.LogCaptureFixture) -> None:
+    converted = convert(source, to="durable-state")
+    assert durable_state.problems(converted.result) == []
+    with caplog.at_level(logging.WARNING):
+        state = DurableAgentState.from_dict(json.loads(orjson.dumps(converted.result)))
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING] == []
+    # What Microsoft's classes write back is valid durable state, and the conversation ours.
+    rewritten = json.loads(json.dumps(state.to_dict()))
+    assert durable_state.problems(rewritten) == []
+    ours = durable_state.read(converted.result).session
+    assert [(m.role, len(m.items)) for _, m in durable_state.read(rewritten).session.messages()] == [
+        (m.role, len(m.items)) for _, m in ours.messages()]
+    # Each time and correlation id we made up is in the report.
+    for index, entry in enumerate(converted.result["data"]["conversationHistory"]):
+        assert isinstance(entry["createdAt"], str) and isinstance(entry["correlationId"], str)
+    reported = {loss.what.split()[-1] for loss in converted.losses if loss.approximated}
+    if "createdAt" not in json.dumps(source) and "timestamp" not in json.dumps(source):
+        assert {"createdAt", "correlationId"} <= reported
+
+
+def test_a_custom_tool_call_in_the_escape_hatch_survives_microsofts_classes() -> None:
+    converted = convert(CUSTOM_TOOL_CHAT, to="durable-state")
+    back = convert(microsoft_round_trip(converted.result), to="openai-chat")
+    assert back.result["messages"][1]["tool_calls"] == CUSTOM_TOOL_CHAT["messages"][1]["tool_calls"]
 
 
 def test_microsoft_accepts_any_major_agentfolio_refuses_foreign_ones_and_keeps_2_0(durable_fixtures) -> None:

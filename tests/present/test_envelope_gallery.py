@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from agentfolio.cli.terminal import render_session
 from agentfolio.formats import envelope
 from agentfolio.formats.jsonio import load_json_file
 from agentfolio.present import rules
-from agentfolio.cli.terminal import render_session
 
 ROOT = Path(__file__).resolve().parents[2]
 GALLERY = ROOT / "tests" / "fixtures" / "envelope" / "gallery.json"
@@ -82,11 +82,17 @@ def test_the_rules_decide_and_both_renderers_ask_them() -> None:
     kinds = [rules.segment_kind(c) for _, m in session.messages() for c in m.items]
     assert set(kinds) == {"text", "system_prompt", "long_text", "static_var", "memory", "skills", "tool_overview",
                           "tool_call_request", "tool_call_result", "document", "media"}
-    folded = {kind for kind, (_, content) in zip(kinds, [(m, c) for _, m in session.messages() for c in m.items])
+    folded = {kind for kind, (_, content) in zip(kinds, [(m, c) for _, m in session.messages() for c in m.items], strict=False)
               if rules.is_folded(content, kind)}
     assert folded == {"system_prompt", "memory", "tool_overview", "long_text", "tool_call_result"}
-    source = (ROOT / "agentfolio" / "web" / "html.py").read_text()
-    assert "rules.segment_summary" in source and "rules.is_folded" in source
+    # The web viewer asks the same rules: each segment folds, and sums up, as they say.
+    from agentfolio.web.html import segment_view
+
+    for (_, content), kind in zip([(m, c) for _, m in session.messages() for c in m.items], kinds, strict=False):
+        view = segment_view(content)
+        assert (view.kind, view.folded) == (kind, rules.is_folded(content, kind))
+        if view.folded:
+            assert view.summary == rules.segment_summary(content, kind)
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -125,5 +131,5 @@ def test_convert_without_loss_is_silent_and_strict_passes(tmp_path: Path) -> Non
     plain = tmp_path / "plain.json"
     plain.write_text('{"version": "1.0", "messages": [{"id": "a", "role": "user", "timestamp": 1, '
                      '"segments": [{"kind": "text", "content": "hi"}]}]}')
-    done = run("convert", str(plain), "--to", "durable-state", "--strict")
+    done = run("convert", str(plain), "--to", "canonical", "--strict")
     assert done.returncode == 0 and done.stderr == ""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentfolio.registry.errors import RegistryError
 from agentfolio.registry.listing import Sorting, list_body, page_info, parse_page_request

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentfolio.registry.errors import RegistryError
 from agentfolio.registry.risk import (
-    ACTIONS, CATEGORIES, DEFAULT_RISK_PROFILE, DataRisk, RiskProfile, parse_data_risk, rollup,
-    score_instance, score_span_type,
+    ACTIONS,
+    CATEGORIES,
+    DEFAULT_RISK_PROFILE,
+    DataRisk,
+    RiskProfile,
+    parse_data_risk,
+    rollup,
+    score_instance,
+    score_span_type,
 )
 
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
+import liquid  # noqa: F401  (a runtime dependency: missing is an error, not a skip)
 import pytest
 
-pytest.importorskip("liquid")
-
-from agentfolio.registry.errors import RegistryError  # noqa: E402
-from agentfolio.registry.ids import new_id  # noqa: E402
-from agentfolio.registry.schema_versions import (  # noqa: E402
-    count_external_identifier_repeats, load_span_types, normalise_schema_version, schema_version_details,
+from agentfolio.registry.errors import RegistryError
+from agentfolio.registry.ids import new_id
+from agentfolio.registry.schema_versions import (
+    count_external_identifier_repeats,
+    load_span_types,
+    normalise_schema_version,
+    schema_version_details,
 )
 
 # The seed's example response body for span_type_schemas, as the create request that produces it.
@@ -33,7 +35,7 @@ SUCCESS = {"status": "success", "message": None}
 
 def test_seed_example_normalises_to_the_documented_response_shape():
     draft = normalise_schema_version(SEED_REQUEST)
-    now = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2024, 1, 1, tzinfo=UTC)
     version_id, account_id, agent_id = new_id(), new_id(), new_id()
     details = schema_version_details(draft, id=version_id, account_id=account_id, agent_id=agent_id,
                                      inserted_at=now, external_identifier_repeats=1)

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
+import liquid  # noqa: F401  (a runtime dependency: missing is an error, not a skip)
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-pytest.importorskip("liquid")
-
-from hypothesis import given, strategies as st  # noqa: E402
-
-from agentfolio.registry import jsonschemas  # noqa: E402
-from agentfolio.registry.errors import RegistryError  # noqa: E402
-from agentfolio.registry.schema_versions import normalise_schema_version  # noqa: E402
-from agentfolio.registry.spans import (  # noqa: E402
-    CompiledSchemaVersion, SchemaVersionCache, check_create, check_finish, check_instance_finish, span_counts,
+from agentfolio.registry import jsonschemas
+from agentfolio.registry.errors import RegistryError
+from agentfolio.registry.schema_versions import normalise_schema_version
+from agentfolio.registry.spans import (
+    CompiledSchemaVersion,
+    SchemaVersionCache,
+    check_create,
+    check_finish,
+    check_instance_finish,
+    span_counts,
     validate_without_version,
 )
-from agentfolio.registry.timestamps import format_timestamp, parse_timestamp  # noqa: E402
+from agentfolio.registry.timestamps import format_timestamp, parse_timestamp
 
 VERSION = normalise_schema_version({"span_type_schemas": [
     {"name": "agent:llm",
@@ -167,12 +171,12 @@ def test_span_counts_shape():
 ])
 def test_timestamps_in_every_sdk_spelling_parse_to_the_same_instant(text):
     parsed = parse_timestamp(text)
-    assert parsed == datetime(2024, 1, 1, tzinfo=timezone.utc)
+    assert parsed == datetime(2024, 1, 1, tzinfo=UTC)
     assert format_timestamp(parsed) == "2024-01-01T00:00:00.000000Z"
 
 
 def test_null_timestamp_means_default_and_junk_is_refused_naming_the_field():
-    now = datetime(2030, 5, 5, tzinfo=timezone.utc)
+    now = datetime(2030, 5, 5, tzinfo=UTC)
     assert parse_timestamp(None, default=now) is now
     with pytest.raises(RegistryError, match="details.started_at: 'yesterday' is not an ISO 8601 date-time"):
         parse_timestamp("yesterday", "details.started_at")

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import liquid  # noqa: F401  (a runtime dependency: missing is an error, not a skip)
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-pytest.importorskip("liquid")
-
-from hypothesis import given, strategies as st  # noqa: E402
-
-from agentfolio.registry.templates import (  # noqa: E402
-    MAX_SUMMARY_CHARS, TemplateRenderer, check_template, escape_html, merge_context, render_summary,
+from agentfolio.registry.templates import (
+    MAX_SUMMARY_CHARS,
+    TemplateRenderer,
+    check_template,
+    escape_html,
+    merge_context,
+    render_summary,
     render_template,
 )
 

@@ -120,11 +120,11 @@ def test_two_agents_in_one_trace_keep_their_own_spans(store: Store) -> None:
 
 
 def test_otel_span_types_count_as_undeclared_in_the_risk_rollup(store: Store) -> None:
-    from agentfolio.store.registry import Principal
+    from agentfolio.app.registry import Principal, RegistryService
 
     account = store.accounts.ensure("risk")
     OtelSpans(store.registry).write(account, map_spans([
         span(0, None, attributes={"gen_ai.agent.name": "Mailer", "gen_ai.operation.name": "invoke_agent"}),
         span(1, 0, attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "send_email"})]))
-    report = store.registry.agent_risk(Principal(account), "Mailer")
+    report = RegistryService(store).agent_risk(Principal(account), "Mailer").model_dump(mode="json")
     assert set(report["rollup"]["undeclared_span_types"]) == {"invoke_agent Mailer", "execute_tool send_email"}

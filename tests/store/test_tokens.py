@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentfolio.store import NotFound, Store
 from agentfolio.app.registry import AgentCreate, Principal, RegistryService
+from agentfolio.store import NotFound, Store
 
 
 def test_an_account_lists_and_revokes_its_own_tokens_of_both_kinds(store: Store) -> None:

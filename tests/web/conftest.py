@@ -7,8 +7,9 @@ they fail instead, so a missing browser can never pass silently.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 

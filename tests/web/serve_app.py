@@ -13,14 +13,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import uvicorn  # noqa: E402
+import uvicorn
 
-from agentfolio.app import Agentfolio  # noqa: E402
-from agentfolio.app.demo import load_registry_demo  # noqa: E402
-from agentfolio.samples import showcase as samples  # noqa: E402
-from agentfolio.server import create_server  # noqa: E402
-from agentfolio.settings import Settings  # noqa: E402
-from tests.web.xss import xss_session  # noqa: E402
+from agentfolio.app import Agentfolio
+from agentfolio.app.demo import load_registry_demo
+from agentfolio.samples import showcase as samples
+from agentfolio.server import create_server
+from agentfolio.settings import Settings
+from tests.web.xss import xss_session
 
 
 def build(data_dir: Path, long_messages: int = 0, many: int = 0,

@@ -20,6 +20,7 @@ import pytest
 from agentfolio.samples import showcase as samples
 from tests.web.xss import xss_session
 
+
 def open_file(page: Any, name: str, document: Any, via: str = "/open") -> str:
     """Pick a file on an "open" page as a user does; returns the page it lands on."""
     folder = Path(tempfile.mkdtemp(prefix="agentfolio-open-"))
@@ -440,8 +441,8 @@ def test_stored_traces_and_agents(page: Any) -> None:
     assert page.locator("details.schema-version article.span-type").count() == 4
     page.console.screenshot("agent-stored")
     visit(page, "/traces")
-    second = [href.rsplit("/", 1)[1] for href in page.locator(".instance-table tbody tr td:first-child a")
-              .evaluate_all("els => els.map(a => a.getAttribute('href'))") if not href.endswith(first)][0]
+    second = next(href.rsplit("/", 1)[1] for href in page.locator(".instance-table tbody tr td:first-child a")
+              .evaluate_all("els => els.map(a => a.getAttribute('href'))") if not href.endswith(first))
     visit(page, f"/compare?a=instance:{first}&b=instance:{second}")
     assert page.locator(".side .span-tree").count() == 2
     page.console.assert_clean()

@@ -12,14 +12,14 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
+from agentfolio.app.documents import identify
 from agentfolio.formats import canonical, durable_state
 from agentfolio.model import TextContent
 from agentfolio.model.contents import Presentation
 from agentfolio.present import rules
-from agentfolio.web import html
 from agentfolio.samples import showcase as samples
+from agentfolio.web import html
 from agentfolio.web.app import create_web_app
-from agentfolio.app.documents import identify
 from agentfolio.web.traces import PARENT_MISSING, build_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

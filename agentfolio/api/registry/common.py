@@ -18,6 +18,7 @@ from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
 from starlette.concurrency import run_in_threadpool
 
+from agentfolio import _json
 from agentfolio.api.auth import bearer, bearer_token, get_folio
 from agentfolio.api.body import parse_body
 from agentfolio.api.errors import ApiError, json_response
@@ -49,7 +50,7 @@ async def read_object(request: Request) -> dict[str, Any]:
     if not data or data.isspace():
         return {}
     try:
-        value = orjson.loads(data)  # bounded nesting (1,024) by orjson itself; tighter bound below
+        value = _json.loads(data)  # bounded nesting (1,024) by orjson itself; tighter bound below
     except orjson.JSONDecodeError:
         value = parse_body(data, max_depth=request.app.state.settings.max_json_depth)  # says where and why
     if too_deep(value, request.app.state.settings.max_json_depth):

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
+from agentfolio import _json
 from agentfolio.app.registry.errors import InvalidAction, InvalidValue, field_error, not_found
 from agentfolio.app.registry.inputs import (
     AgentCreate,
@@ -166,7 +165,7 @@ def risk_report(work: Work, agent_ref: str) -> RiskReport:
     everything: list[tuple[str, DataRisk]] = []
     versions = []
     for row in work.unit.schema_versions.of_agent(agent.id):
-        span_types = load_span_types(orjson.loads(row.span_type_schemas))
+        span_types = load_span_types(_json.loads(row.span_type_schemas))
         pairs = [(name, span_type.data_risk) for name, span_type in span_types.items()]
         everything.extend(pairs)
         versions.append(SchemaVersionRisk(
@@ -195,8 +194,8 @@ def store_schema_version(work: Work, agent_id: str, draft: SchemaVersionDraft, *
     version_id = work.claim_id(draft.id, lambda chosen: versions.owner(chosen) is not None)
     stamp = now_us()
     versions.insert(id=version_id, agent_id=agent_id, external_identifier=draft.external_identifier,
-                    fingerprint=fingerprint, span_type_schemas=orjson.dumps(draft.span_type_schemas_json()),
-                    quality_schemas=orjson.dumps(draft.quality_schemas_json()), inserted_at=stamp, updated_at=stamp)
+                    fingerprint=fingerprint, span_type_schemas=_json.dumps(draft.span_type_schemas_json()),
+                    quality_schemas=_json.dumps(draft.quality_schemas_json()), inserted_at=stamp, updated_at=stamp)
     work.unit.remember(CompiledSchemaVersion.from_draft(draft, version_id))
     return version_id
 
@@ -205,7 +204,7 @@ def schema_version_output(work: Work, version_id: str | None) -> SchemaVersion:
     row = work.unit.schema_versions.get(version_id) if ids.is_id(version_id) else None  # type: ignore[arg-type]
     if row is None or (work.principal.deployed and row.agent_id != work.principal.agent_id):
         raise not_found("agent schema version", version_id)
-    span_types = load_span_types(orjson.loads(row.span_type_schemas))
+    span_types = load_span_types(_json.loads(row.span_type_schemas))
     draft = SchemaVersionDraft(row.id, row.agent_id, row.external_identifier, span_types)
     repeats = (0 if row.external_identifier is None else count_external_identifier_repeats(
         row.external_identifier, work.unit.schema_versions.external_identifiers(row.agent_id,
@@ -215,7 +214,7 @@ def schema_version_output(work: Work, version_id: str | None) -> SchemaVersion:
         inserted_at=from_micros(row.inserted_at), updated_at=from_micros(row.updated_at),  # type: ignore[arg-type]
         external_identifier_repeats=repeats,
         current_agent_deployment_refs=work.unit.deployments.running_schema_version(row.id))
-    details["quality_schemas"] = orjson.loads(row.quality_schemas)
+    details["quality_schemas"] = _json.loads(row.quality_schemas)
     details["inserted_at"] = from_micros(row.inserted_at)
     details["updated_at"] = from_micros(row.updated_at)
     return SchemaVersion.model_validate(details)

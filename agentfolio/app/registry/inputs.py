@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal, Union
 
 import orjson
 
+from agentfolio import _json
 from agentfolio.app.registry.errors import field_error
 from agentfolio.app.registry.fields import chosen_id, json_object, text
 from agentfolio.registry.listing import PageRequest, Sorting
@@ -96,7 +97,7 @@ def fingerprint(command: Any) -> str:
     """SHA-256 of an input's canonical JSON: equal for equal requests."""
     content = {item.name: _canonical(getattr(command, item.name)) for item in fields(command)}
     content["$operation"] = command.OPERATION
-    return hashlib.sha256(orjson.dumps(content, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
+    return hashlib.sha256(_json.dumps(content, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
                                        default=repr)).hexdigest()
 
 
@@ -357,7 +358,7 @@ class SpanCreate:
         if self.parent_span_id is not None:
             parent = self.parent_span_id
             if not isinstance(parent, str):
-                parent = orjson.dumps(parent).decode()
+                parent = _json.dumps(parent).decode()
             _set(self, "parent_span_id", parent.replace("\x00", "\ufffd")[:200])
 
 

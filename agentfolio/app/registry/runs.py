@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from agentfolio import _json
 from agentfolio.app.registry.agents import store_schema_version
 from agentfolio.app.registry.errors import InvalidAction, NotPermitted, field_error, from_domain, not_found
 from agentfolio.app.registry.inputs import (
@@ -70,7 +71,7 @@ def _span_counts(work: Work, instance_id: str) -> dict[str, int]:
 
 def instance_output(work: Work, row: Any, *, counts: dict[str, int] | None = None,
                     risk: RiskProfile | None = None) -> Instance:
-    quality = orjson.loads(row.quality_payloads) if row.quality_payloads is not None else {}
+    quality = _json.loads(row.quality_payloads) if row.quality_payloads is not None else {}
     quality = quality or {}
     extras: dict[str, Any] = {}
     if risk is not None:
@@ -94,7 +95,7 @@ def instance_output(work: Work, row: Any, *, counts: dict[str, int] | None = Non
 
 def _agent_version(work: Work, agent_id: str, command: InstanceRegister) -> str:
     content = command.version_content()
-    fingerprint = hashlib.sha256(orjson.dumps(content, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    fingerprint = hashlib.sha256(_json.dumps(content, option=orjson.OPT_SORT_KEYS)).hexdigest()
     found = work.unit.agent_versions.find(agent_id, fingerprint)
     if found:
         return found
@@ -102,7 +103,7 @@ def _agent_version(work: Work, agent_id: str, command: InstanceRegister) -> str:
     runtime = content["runtime_environment"]
     work.unit.agent_versions.insert(
         id=version_id, agent_id=agent_id, name=content["name"], external_identifier=content["external_identifier"],
-        description=content["description"], runtime_environment=None if runtime is None else orjson.dumps(runtime),
+        description=content["description"], runtime_environment=None if runtime is None else _json.dumps(runtime),
         fingerprint=fingerprint, inserted_at=now_us())
     return version_id
 
@@ -197,7 +198,7 @@ def terminate(work: Work, command: InstanceTerminate) -> Instance:
 def record_quality(work: Work, command: InstanceRecordQuality) -> Instance:
     row = work.instance(command.agent_instance_id)
     name, payload = command.name, command.payload
-    quality = (orjson.loads(row.quality_payloads) if row.quality_payloads is not None else None) or {}
+    quality = (_json.loads(row.quality_payloads) if row.quality_payloads is not None else None) or {}
     payloads = quality.setdefault("payloads", {})
     summaries = quality.setdefault("summaries", {})
     validation = quality.setdefault("validation", {})
@@ -208,7 +209,7 @@ def record_quality(work: Work, command: InstanceRecordQuality) -> Instance:
         schema = None
         if row.schema_version_id:
             raw = work.unit.schema_versions.quality_schemas(row.schema_version_id)
-            schema = (orjson.loads(raw) or {}).get(name) if raw else None
+            schema = (_json.loads(raw) or {}).get(name) if raw else None
         payloads[name] = payload
         validation[name] = _validate_quality(schema, name, payload)
         summary = render_summary(schema.get("template"), payload) if schema and schema.get("template") else None
@@ -216,7 +217,7 @@ def record_quality(work: Work, command: InstanceRecordQuality) -> Instance:
             summaries.pop(name, None)
         else:
             summaries[name] = summary
-    work.unit.instances.update(row.id, quality_payloads=orjson.dumps(quality), updated_at=now_us())
+    work.unit.instances.update(row.id, quality_payloads=_json.dumps(quality), updated_at=now_us())
     return instance_output(work, work.instance(row.id))
 
 
@@ -293,9 +294,9 @@ def span_output(work: Work, row: Mapping[Any, Any], *, summaries: bool = False, 
     if decoded is not None:
         payload, result, validation = decoded
     else:
-        payload = orjson.loads(row["payload"])
-        result = None if row["result_payload"] is None else orjson.loads(row["result_payload"])
-        validation = orjson.loads(row["validation"]) if row["validation"] is not None else None
+        payload = _json.loads(row["payload"])
+        result = None if row["result_payload"] is None else _json.loads(row["result_payload"])
+        validation = _json.loads(row["validation"]) if row["validation"] is not None else None
     if validation is None:
         validation = {"status": row["validation_status"], "problems": [], "note": None}
     name = row["schema_name"]
@@ -347,9 +348,9 @@ def create_span(work: Work, command: SpanCreate) -> SpanWritten:
     row = {"id": span_id, "agent_id": instance.agent_id, "instance_id": instance.id,
            "schema_version_id": instance.schema_version_id, "parent_span_id": parent,
            "parent_found": parent_found, "schema_name": command.schema_name, "status": status,
-           "payload": orjson.dumps(payload), "result_payload": None if result is None else orjson.dumps(result),
+           "payload": _json.dumps(payload), "result_payload": None if result is None else _json.dumps(result),
            "sensitive_encoding": command.sensitive_encoding, "validation_status": validation.status,
-           "validation": None if validation.status == "valid" else orjson.dumps(validation.to_json()),
+           "validation": None if validation.status == "valid" else _json.dumps(validation.to_json()),
            "session_id": session_id, "started_at": started, "finished_at": finished,
            "inserted_at": stamp, "updated_at": stamp}
     work.unit.spans.add(row)
@@ -365,13 +366,13 @@ def finish_span(work: Work, command: SpanFinish) -> SpanWritten:
     result = command.result_payload
     when = _micros(command.timestamp) or now_us()
     instance = work.instance(row["instance_id"], cached=True)
-    payload = orjson.loads(row["payload"])
+    payload = _json.loads(row["payload"])
     validation = _validate(work.unit.compiled(row["schema_version_id"]), row["schema_name"], payload, result,
                            status, row["parent_found"], bool(row["sensitive_encoding"]))
-    changes = {"status": status, "result_payload": None if result is None else orjson.dumps(result),
+    changes = {"status": status, "result_payload": None if result is None else _json.dumps(result),
                "finished_at": when, "started_at": row["started_at"] or when, "updated_at": now_us(),
                "validation_status": validation.status,
-               "validation": None if validation.status == "valid" else orjson.dumps(validation.to_json())}
+               "validation": None if validation.status == "valid" else _json.dumps(validation.to_json())}
     work.unit.spans.update(row["id"], **changes)
     return _written(span_output(work, {**row, **changes}), instance)
 

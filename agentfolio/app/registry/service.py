@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, Union, cast
 
-import orjson
 from sqlalchemy.exc import IntegrityError
 
+from agentfolio import _json
 from agentfolio.app.registry import agents, runs
 from agentfolio.app.registry.errors import (
     IdempotencyKeyReused,
@@ -171,7 +171,7 @@ class RegistryService:
             parsed = DEFAULT_RISK_PROFILE if profile is None else RiskProfile.from_json(profile)
         except RegistryError as error:
             raise from_domain(error) from None
-        raw = None if profile is None else orjson.dumps(parsed.model_dump(mode="json"))
+        raw = None if profile is None else _json.dumps(parsed.model_dump(mode="json"))
         self._rows.write(self._account(principal), lambda unit: unit.settings.set_risk_profile(raw))
         return parsed
 
@@ -333,7 +333,7 @@ class RegistryService:
 
 
 def _replay(answers: type[Any], raw: bytes) -> Any:
-    data = orjson.loads(raw)
+    data = _json.loads(raw)
     if isinstance(data, dict) and data.get("status") == "success" and "details" in data:  # kept by older versions
         data = {"span": data["details"], "control": data.get("control")} if answers is SpanWritten \
             else data["details"]

@@ -8,8 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import orjson
-
+from agentfolio import _json
 from agentfolio.app.registry.errors import NotPermitted, field_error, not_found
 from agentfolio.registry import ids
 from agentfolio.registry.risk import DEFAULT_RISK_PROFILE, RiskProfile
@@ -120,4 +119,4 @@ class Work:
 
     def risk_profile(self) -> RiskProfile:
         raw = self.unit.settings.risk_profile()
-        return DEFAULT_RISK_PROFILE if raw is None else RiskProfile.from_json(orjson.loads(raw))
+        return DEFAULT_RISK_PROFILE if raw is None else RiskProfile.from_json(_json.loads(raw))

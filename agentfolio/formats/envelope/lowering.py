@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from agentfolio import _json
 from agentfolio.formats.envelope.reader import _SegmentReader, group_entries
 from agentfolio.formats.envelope.spec import MESSAGE_KEYS, REQUEST_ROLES, ROLES, SEGMENT_KEYS
 from agentfolio.formats.envelope.timestamps import iso_to_ms, ms_to_iso, timestamp_problem
@@ -484,7 +485,7 @@ def _parameters_line(schema: Any) -> str:
 
 def _parse_object(text: str) -> dict[str, Any] | None:
     try:
-        value = orjson.loads(text)
+        value = _json.loads(text)
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Iterable
 
-import orjson
 from pydantic import ValidationError
 
+from agentfolio import _json
 from agentfolio.formats.base import ReadResult
 from agentfolio.formats.envelope.spec import MESSAGE_KEYS, NAME, REQUEST_ROLES, ROLES, SCHEMA, SEGMENT_KEYS, VERSION
 from agentfolio.formats.envelope.timestamps import ms_to_iso, timestamp_problem
@@ -240,5 +240,5 @@ def _json_type(value: Any) -> str:
 
 
 def _short(value: Any, limit: int = 40) -> str:
-    text = orjson.dumps(value).decode()
+    text = _json.dumps(value).decode()
     return text if len(text) <= limit else text[: limit - 1] + "…"

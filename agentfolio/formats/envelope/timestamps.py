@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-import orjson
+from agentfolio import _json
 
 #
 # The envelope counts epoch milliseconds; the model keeps ISO 8601 strings.  An integer
@@ -75,4 +75,4 @@ def iso_to_ms(text: str) -> int | float | None:
 
 
 def _number(value: Any) -> str:
-    return orjson.dumps(value).decode() if isinstance(value, (int, float)) and math.isfinite(value) else str(value)
+    return _json.dumps(value).decode() if isinstance(value, (int, float)) and math.isfinite(value) else str(value)

@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from agentfolio import _json
 from agentfolio.formats.envelope.spec import FOLDED_BY_DEFAULT, MEDIA_TYPES, MESSAGE_KEYS, VERSION
 from agentfolio.formats.envelope.timestamps import iso_to_ms
 from agentfolio.formats.errors import FormatError
@@ -51,7 +52,7 @@ def write(session: Session) -> dict[str, Any]:
 
 
 def dumps(session: Session, *, indent: bool = True) -> bytes:
-    return orjson.dumps(write(session), option=orjson.OPT_INDENT_2 if indent else 0)
+    return _json.dumps(write(session), option=orjson.OPT_INDENT_2 if indent else 0)
 
 
 def _write_message(message: Message, call_names: dict[str, str | None], pointer: str) -> dict[str, Any]:

@@ -10,15 +10,18 @@ What most agent code already holds.  Reading maps each message onto the model:
   ``file`` → hostedFile (``file_id``) or data (``file_data``), ``filename`` in ``extra``;
   any other part kept whole);
 * ``tool_calls`` → functionCall contents (call id, name, the arguments string verbatim);
+  a call of another type (``custom``, or one added later) is kept whole, and converted
+  to durable state inside its ``{"$type": "unknown", "content": ...}`` escape hatch;
 * a ``tool`` message → one functionResult whose callId is its ``tool_call_id``, which
-  pairs it with its call.
+  pairs it with its call (a tool message answering no earlier call is a problem: the
+  API refuses it, and a conversion never writes one).
 
 Runs of system/developer/user messages become request entries, assistant/tool runs
 response entries.  Request-body properties beside ``messages`` (``model``, ``tools``,
 ``temperature``...) stay in the session's ``extra``.  A read followed by a write gives the
-same JSON value, except that a bare list is written as ``{"messages": [...]}``, a content
-array holding exactly one plain text part is written as a string, and an assistant
-message without text says ``"content": null``.
+same JSON value: each message remembers how its content was spelled (a string, an
+array of parts, ``null`` or absent) and the document whether it was a bare array
+(``Message.spelling``, ``Session.spelling``).
 
 The package splits by responsibility: :mod:`.spec` (roles and known properties),
 :mod:`.reader`, :mod:`.writer` and :mod:`.lowering` (any canonical session → one the

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
+from agentfolio import _json
 from agentfolio.formats.losses import (
     drop_provider_fields,
     ConvertOptions,
+    Loss,
     Lowered,
     Origin,
     Recorder,
@@ -24,7 +24,7 @@ from agentfolio.formats.losses import (
     with_extras,
 )
 from agentfolio.formats.openai_chat.reader import group_entries
-from agentfolio.formats.openai_chat.spec import MESSAGE_EXTRA_KEYS, PART_EXTRA_KEYS, REQUEST_KEYS, ROLES
+from agentfolio.formats.openai_chat.spec import MESSAGE_EXTRA_KEYS, PART_EXTRA_KEYS, REQUEST_KEYS, ROLES, TOOL_CALL_KIND
 from agentfolio.formats.shared import data_url_type
 from agentfolio.model import (
     DataContent,
@@ -63,6 +63,7 @@ def lower(session: Session, *, origin: Origin | None = None, options: ConvertOpt
         for key in session.data.extra:
             rec.drop(session.data, "/data", key, f"data property {key!r}", "chat messages have no session state")
     messages: list[Message] = []
+    result_pointers: dict[int, str] = {}  # where each result stood, should it move
     generated = 0
     for entry_index, entry in enumerate(session.entries):
         pointer = entry_pointer(entry_index)
@@ -74,14 +75,16 @@ def lower(session: Session, *, origin: Origin | None = None, options: ConvertOpt
             rec.approximate(entry, pointer, "$type", f"entry kind {entry.kind!r}",
                             "read back, its messages form request or response entries by role")
         for index, message in enumerate(entry.items):
-            lowered, generated = _lower_message(rec, message, entry_index, index, entry.kind == "request", generated)
+            lowered, generated = _lower_message(rec, message, entry_index, index, entry.kind == "request", generated,
+                                                result_pointers)
             messages.extend(lowered)
+    messages = _answer_only_calls_made(rec, messages, result_pointers)
     lowered_session = Session(data=SessionData(conversation_history=tuple(group_entries(messages))))
     return Lowered(with_extras(lowered_session, extras), rec.losses)
 
 
 def _lower_message(rec: Recorder, message: Message, entry_index: int, index: int, in_request: bool,
-                   generated: int) -> tuple[list[Message], int]:
+                   generated: int, result_pointers: dict[int, str]) -> tuple[list[Message], int]:
     pointer = message_pointer(entry_index, index)
     role = message.role
     if role not in ROLES:
@@ -100,6 +103,7 @@ def _lower_message(rec: Recorder, message: Message, entry_index: int, index: int
         drop_provider_fields(rec, content, where, "Chat Completions")
         if isinstance(content, FunctionResultContent):
             results.append(_lower_result(rec, content, where))
+            result_pointers[id(results[-1])] = rec.at(content, where)
             continue
         if isinstance(content, FunctionCallContent):
             lowered_call, generated = _lower_call(rec, content, where, generated)
@@ -128,6 +132,31 @@ def _lower_message(rec: Recorder, message: Message, entry_index: int, index: int
     return out, generated
 
 
+def _answer_only_calls_made(rec: Recorder, messages: list[Message], result_pointers: dict[int, str]) -> list[Message]:
+    """A tool message must answer a call of an earlier assistant message (the API refuses
+    it otherwise): one whose call has no Chat Completions form, or none at all, becomes a
+    user message holding the result as text."""
+    made: set[str] = set()
+    out = []
+    for message in messages:
+        for content in message.items:
+            if isinstance(content, FunctionCallContent) and content.call_id is not None:
+                made.add(content.call_id)
+            elif isinstance(content, OpaqueContent) and content.extra.get("$type") == TOOL_CALL_KIND:
+                call = content.extra.get("call")
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    made.add(call["id"])
+        result = message.items[0] if message.role == "tool" and len(message.items) == 1 else None
+        if isinstance(result, FunctionResultContent) and result.call_id not in made:
+            rec.losses.append(Loss(result_pointers.get(id(result), ""), "tool result",
+                                   f"no tool call with id {result.call_id!r} comes before it in Chat Completions "
+                                   "form: written as a user message's text", approximated=True))
+            text = result.result if isinstance(result.result, str) else json_text(result.result)
+            message = Message(role="user", contents=(TextContent(text=text),))
+        out.append(message)
+    return out
+
+
 def _lower_call(rec: Recorder, call: FunctionCallContent, pointer: str, generated: int) -> tuple[Any, int]:
     update: dict[str, Any] = {}
     if call.call_id is None:
@@ -138,7 +167,7 @@ def _lower_call(rec: Recorder, call: FunctionCallContent, pointer: str, generate
         update["name"] = ""
         rec.approximate(call, pointer, "name", "name", "a tool call needs a name: written as ''")
     if not isinstance(call.arguments, str):
-        update["arguments"] = orjson.dumps(call.arguments if call.arguments is not None else {}).decode()
+        update["arguments"] = _json.dumps(call.arguments if call.arguments is not None else {}).decode()
         if call.arguments is None:
             rec.approximate(call, pointer, "arguments", "arguments", "a tool call needs arguments: written as {}")
     _drop_presentation_and_extras(rec, call, pointer)
@@ -170,6 +199,9 @@ def _drop_presentation_and_extras(rec: Recorder, content: Any, pointer: str,
 
 
 def _lower_content(rec: Recorder, content: Any, pointer: str, role: str) -> Any:
+    chat_own = _chat_own(content)
+    if chat_own is not None:
+        return chat_own
     if isinstance(content, (ReasoningContent, UsageContent, UnknownContent, OpaqueContent, HostedVectorStoreContent)):
         rec.drop(content, pointer, None, f"{content.kind} content", "chat messages have no place for it")
         return None
@@ -193,10 +225,51 @@ def _lower_content(rec: Recorder, content: Any, pointer: str, role: str) -> Any:
         if isinstance(content, HostedFileContent) and content.file_id:
             return with_extras(HostedFileContent(file_id=content.file_id), kept)
         if uri and media_type.startswith("image/") and isinstance(content, (DataContent, UriContent)):
+            declared = data_url_type(uri)
+            _report_media_type(rec, content, pointer, declared if declared and declared.startswith("image/")
+                               else "image/*", "an image part carries only its URL")
             return with_extras(type(content)(uri=uri, media_type=media_type), kept)
         if isinstance(content, DataContent) and uri:
+            _report_media_type(rec, content, pointer, data_url_type(uri), "a file part carries only its data URL")
             return with_extras(DataContent(uri=uri, media_type=media_type or data_url_type(uri)), kept)
+    if isinstance(content, PartContent) and content.content is not None and content.encoding != "base64":
+        rec.approximate(content, pointer, None, "part content", "chat messages have no named parts: written as "
+                        "its text")
+        return TextContent(text=content.content)
     label = getattr(content, "uri", None) or getattr(content, "url", None) or getattr(content, "file_id", None)
-    rec.approximate(content, pointer, None, f"{content.kind} content",
-                    "only user messages carry files and images in Chat Completions: written as a text mention")
+    media_type = getattr(content, "media_type", None) or getattr(content, "content_type", None) or ""
+    if role != "user":
+        why = "only user messages carry files and images in Chat Completions"
+    elif isinstance(content, UriContent):
+        what = "audio" if media_type.startswith("audio/") else "a file"
+        why = (f"Chat Completions takes {what} only inline (base64 data) or as an uploaded file id, "
+               "never by URL")
+    else:
+        why = "Chat Completions has no part for it"
+    rec.approximate(content, pointer, None, f"{content.kind} content", f"{why}: written as a text mention")
     return TextContent(text=f"[{getattr(content, 'media_type', None) or content.kind}: {label}]")
+
+
+def _chat_own(content: Any) -> OpaqueContent | None:
+    """A Chat Completions part or tool call the model has no kind for, kept whole: as read
+    from a chat (an OpaqueContent), or as another format kept it in its escape hatch
+    (durable state's ``{"$type": "unknown", "content": ...}``)."""
+    kept: Any = None
+    if isinstance(content, OpaqueContent):
+        kept = dict(content.extra)
+    elif isinstance(content, UnknownContent) and isinstance(content.content, dict):
+        kept = content.content
+    if not isinstance(kept, dict):
+        return None
+    tag = kept.get("$type")
+    if tag == TOOL_CALL_KIND and isinstance(kept.get("call"), dict) or (
+            tag is None and isinstance(kept.get("type"), str)):
+        return with_extras(OpaqueContent(), kept) if not isinstance(content, OpaqueContent) else content
+    return None
+
+
+def _report_media_type(rec: Recorder, content: Any, pointer: str, read_back: str | None, why: str) -> None:
+    """A media type the written part does not carry reads back as something else: say so."""
+    if content.media_type is not None and content.media_type != read_back:
+        rec.approximate(content, pointer, "mediaType", "mediaType",
+                        f"{why}: {content.media_type!r} reads back as {read_back or 'none'!r}")

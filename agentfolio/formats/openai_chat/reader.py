@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-import orjson
-
+from agentfolio import _json
 from agentfolio.formats.base import ReadResult
 from agentfolio.formats.errors import FormatError, Problem, json_pointer, validated
 from agentfolio.formats.losses import ConvertOptions, Origin, with_extras
-from agentfolio.formats.openai_chat.spec import AUDIO_TYPES, MESSAGE_KEYS, NAME, REQUEST_ROLES, ROLES
+from agentfolio.formats.openai_chat.spec import (
+    ABSENT,
+    AUDIO_TYPES,
+    BARE_LIST,
+    MESSAGE_KEYS,
+    NAME,
+    NULL,
+    PARTS,
+    REQUEST_ROLES,
+    ROLES,
+    STRING,
+    TOOL_CALL_KIND,
+)
 from agentfolio.formats.shared import data_url_type, group_by_role
 from agentfolio.model import (
     DataContent,
@@ -38,6 +49,7 @@ def validate(document: Any) -> list[Problem]:
     """Structural checks (OpenAI publishes no schema for stored messages)."""
     messages, base = _messages_of(document)
     problems = []
+    open_calls: set[str] = set()
     for index, message in enumerate(messages):
         pointer = json_pointer([*base, index])
         if not isinstance(message, dict):
@@ -45,7 +57,7 @@ def validate(document: Any) -> list[Problem]:
             continue
         role = message.get("role")
         if role not in ROLES and role != "function":
-            problems.append(Problem(pointer + "/role", f"role {orjson.dumps(role).decode()} is not one of "
+            problems.append(Problem(pointer + "/role", f"role {_json.dumps(role).decode()} is not one of "
                                     + ", ".join(ROLES)))
         content = message.get("content")
         if content is not None and not isinstance(content, (str, list)):
@@ -60,17 +72,35 @@ def validate(document: Any) -> list[Problem]:
                 problems.append(Problem(pointer + "/tool_calls", "expected an array"))
             else:
                 for c_index, call in enumerate(calls):
-                    function = call.get("function") if isinstance(call, dict) else None
-                    if not isinstance(call, dict) or not isinstance(call.get("id"), str):
-                        problems.append(Problem(f"{pointer}/tool_calls/{c_index}", 'a tool call needs a string "id"'))
-                    elif call.get("type", "function") == "function" and not (
-                            isinstance(function, dict) and isinstance(function.get("name"), str)
-                            and isinstance(function.get("arguments"), str)):
-                        problems.append(Problem(f"{pointer}/tool_calls/{c_index}/function",
-                                                "a function call needs a string name and arguments"))
-        if role == "tool" and not isinstance(message.get("tool_call_id"), str):
-            problems.append(Problem(pointer, 'a tool message needs a string "tool_call_id"'))
+                    problems.extend(_call_problems(call, f"{pointer}/tool_calls/{c_index}"))
+                    if isinstance(call, dict) and isinstance(call.get("id"), str):
+                        open_calls.add(call["id"])
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if not isinstance(call_id, str):
+                problems.append(Problem(pointer, 'a tool message needs a string "tool_call_id"'))
+            elif call_id not in open_calls:
+                # The API refuses a tool message that answers no earlier assistant tool call.
+                problems.append(Problem(pointer + "/tool_call_id", f"no earlier assistant tool call has id "
+                                        f"{_json.dumps(call_id).decode()}"))
     return problems
+
+
+def _call_problems(call: Any, pointer: str) -> list[Problem]:
+    if not isinstance(call, dict) or not isinstance(call.get("id"), str):
+        return [Problem(pointer, 'a tool call needs a string "id"')]
+    kind = call.get("type", "function")
+    if kind == "function":
+        function = call.get("function")
+        if not (isinstance(function, dict) and isinstance(function.get("name"), str)
+                and isinstance(function.get("arguments"), str)):
+            return [Problem(pointer + "/function", "a function call needs a string name and arguments")]
+    elif kind == "custom":
+        custom = call.get("custom")
+        if not (isinstance(custom, dict) and isinstance(custom.get("name"), str)
+                and isinstance(custom.get("input"), str)):
+            return [Problem(pointer + "/custom", "a custom tool call needs a string name and input")]
+    return []
 
 
 def _messages_of(document: Any) -> tuple[list[Any], list[str]]:
@@ -91,10 +121,20 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     read_messages = [_read_message(m, json_pointer([*base, i]), origin) for i, m in enumerate(messages)]
     session = Session(data=SessionData(conversation_history=tuple(group_entries(read_messages))))
     extras = {k: v for k, v in document.items() if k != "messages"} if isinstance(document, dict) else {}
+    if isinstance(document, list):
+        session.remember_spelling(BARE_LIST)
     origin.add(session, "")
     return ReadResult(session=with_extras(session, extras), format=NAME,
                       version="request" if isinstance(document, dict) else "messages", problems=problems,
                       origin=origin)
+
+
+def content_spelling(raw: dict[str, Any]) -> str:
+    """How a message spells its content: a string, an array of parts, null, or absent."""
+    if "content" not in raw:
+        return ABSENT
+    content = raw["content"]
+    return NULL if content is None else STRING if isinstance(content, str) else PARTS
 
 
 def group_entries(messages: Iterable[Message]) -> list[RequestEntry | ResponseEntry]:
@@ -142,6 +182,7 @@ def _read_message(raw: dict[str, Any], pointer: str, origin: Origin) -> Message:
         kept["content"] = None  # an explicit null only assistants say by default
     extras = {k: v for k, v in raw.items() if k not in MESSAGE_KEYS}
     message = with_extras(Message(**known, contents=tuple(contents)), {**kept, **extras})
+    message.remember_spelling(content_spelling(raw))
     origin.add(message, pointer, {"authorName": ("name",)})
     return message
 
@@ -206,6 +247,6 @@ def _read_call(call: Any, pointer: str, origin: Origin) -> Any:
                                     "arguments": ("function", "arguments")})
         return built
     # Kept whole, marked so the writer puts it back among the tool calls.
-    kept = with_extras(OpaqueContent(), {"$type": "openai.tool_call", "call": call})
+    kept = with_extras(OpaqueContent(), {"$type": TOOL_CALL_KIND, "call": call})
     origin.add(kept, pointer)
     return kept

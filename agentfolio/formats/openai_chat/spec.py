@@ -16,3 +16,11 @@ REQUEST_KEYS = frozenset({
     "reasoning_effort", "modalities", "audio", "prediction", "service_tier", "web_search_options", "verbosity"})
 MESSAGE_EXTRA_KEYS = frozenset({"refusal", "audio", "annotations", "function_call"})
 PART_EXTRA_KEYS = {"image": frozenset({"detail"}), "file": frozenset({"filename"})}
+
+# How a message spells its content, and a document its messages (Message.spelling,
+# Session.spelling): kept by a read, so the write gives back the same JSON.
+STRING, PARTS, NULL, ABSENT = "string", "parts", "null", "absent"
+BARE_LIST = "list"
+# The marker an OpenAI tool call with no canonical kind (a ``custom`` tool's call, or a
+# type added later) is kept under, whole, in an OpaqueContent: {"$type": ..., "call": {...}}.
+TOOL_CALL_KIND = "openai.tool_call"

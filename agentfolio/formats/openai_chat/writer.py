@@ -6,7 +6,7 @@ from typing import Any
 
 
 from agentfolio.formats.errors import FormatError
-from agentfolio.formats.openai_chat.spec import AUDIO_TYPES
+from agentfolio.formats.openai_chat.spec import ABSENT, AUDIO_TYPES, BARE_LIST, NULL, PARTS, STRING, TOOL_CALL_KIND
 from agentfolio.formats.shared import messages_to_write
 from agentfolio.model import (
     DataContent,
@@ -21,12 +21,15 @@ from agentfolio.model import (
 )
 
 
-def write(session: Session) -> dict[str, Any]:
-    """The session as a Chat Completions request body: ``{..., "messages": [...]}``."""
+def write(session: Session) -> dict[str, Any] | list[Any]:
+    """The session as a Chat Completions request body: ``{..., "messages": [...]}``, or the
+    bare array of messages it was read from."""
     extras = dict(session.extra)
     messages = []
     for pointer, message in messages_to_write(session, "OpenAI"):
         messages.append(_write_message(message, pointer))
+    if session.spelling == BARE_LIST and not extras:
+        return messages
     document: dict[str, Any] = {}
     if "model" in extras:
         document["model"] = extras.pop("model")
@@ -55,7 +58,7 @@ def _write_message(message: Message, pointer: str) -> dict[str, Any]:
                                   pointer=where)
             calls.append({"id": content.call_id, "type": "function",
                           "function": {"name": content.name, "arguments": content.arguments}, **content.extra})
-        elif isinstance(content, OpaqueContent) and content.extra.get("$type") == "openai.tool_call":
+        elif isinstance(content, OpaqueContent) and content.extra.get("$type") == TOOL_CALL_KIND:
             calls.append(content.extra.get("call"))
         else:
             parts.append(_write_part(content, where))
@@ -67,11 +70,14 @@ def _write_message(message: Message, pointer: str) -> dict[str, Any]:
             written["content"] = results[0].result
     elif "content" in extras:
         written["content"] = extras.pop("content")
-    elif len(parts) == 1 and parts[0].get("type") == "text" and set(parts[0]) == {"type", "text"}:
-        written["content"] = parts[0]["text"]
     elif parts:
-        written["content"] = parts
-    elif message.role == "assistant" or calls:
+        one_text = len(parts) == 1 and parts[0].get("type") == "text" and set(parts[0]) == {"type", "text"}
+        written["content"] = parts[0]["text"] if one_text and message.spelling != PARTS else parts
+    elif message.spelling == PARTS:
+        written["content"] = []
+    elif message.spelling == STRING:
+        written["content"] = ""
+    elif message.spelling == NULL or (message.spelling != ABSENT and (message.role == "assistant" or calls)):
         written["content"] = None
     if calls:
         written["tool_calls"] = calls

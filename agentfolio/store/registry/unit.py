@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import orjson
 from sqlalchemy.engine import Connection
 
+from agentfolio import _json
 from agentfolio.registry.schema_versions import load_span_types
 from agentfolio.registry.spans import CompiledSchemaVersion, SchemaVersionCache
 from agentfolio.store.registry.agents import (
@@ -56,7 +56,7 @@ class RegistryUnit:
         raw = self.schema_versions.span_type_schemas(version_id)
         if raw is None:
             return None
-        built = CompiledSchemaVersion(version_id, load_span_types(orjson.loads(raw)))
+        built = CompiledSchemaVersion(version_id, load_span_types(_json.loads(raw)))
         self._versions.put(built)
         return built
 

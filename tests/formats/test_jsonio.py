@@ -1,0 +1,55 @@
+"""Reading files: numbers come through every format and every conversion unchanged."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentfolio import _json
+from agentfolio.formats import durable_state
+from agentfolio.formats.convert import convert
+from agentfolio.formats.jsonio import load_json_file
+from agentfolio.formats.registry import names
+
+BIG = 123456789012345678901234567890
+PAST_U64 = 18446744073709551617
+BELOW_I64 = -9223372036854775809
+
+
+def state_with_big_numbers() -> bytes:
+    return (b'{"schemaVersion":"1.1.0","data":{"conversationHistory":['
+            b'{"$type":"response","correlationId":"c1","createdAt":"2025-01-01T00:00:01Z","messages":['
+            b'{"role":"assistant","contents":[{"$type":"functionCall","callId":"a","name":"f","arguments":'
+            b'{"n":123456789012345678901234567890,"m":18446744073709551617,"k":-9223372036854775809}},'
+            b'{"$type":"functionResult","callId":"a","result":{"n":123456789012345678901234567890}}]}]}]}}')
+
+
+def test_durable_state_keeps_integers_beyond_64_bits(tmp_path) -> None:
+    path = tmp_path / "big.json"
+    path.write_bytes(state_with_big_numbers())
+    document = load_json_file(path)
+    arguments = document["data"]["conversationHistory"][0]["messages"][0]["contents"][0]["arguments"]
+    assert arguments == {"n": BIG, "m": PAST_U64, "k": BELOW_I64}
+    assert all(type(value) is int for value in arguments.values())
+    read = durable_state.read(document)
+    assert _json.loads(durable_state.dumps(read.session)) == document
+    assert durable_state.dumps(read.session, indent=False) == state_with_big_numbers()
+
+
+# Formats whose writers still turn big integers into floats: the test stays, expected to
+# fail until they keep them (strict: it says so the day they do).
+_NUMBERS_NOT_YET_EXACT = {
+    "a2a": "A2A data parts are protobuf Structs, whose numbers are doubles",
+    "openai-responses": "agentfolio/formats/provider.py parses and writes arguments with orjson, not agentfolio._json",
+}
+
+
+@pytest.mark.parametrize("target", [
+    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=_NUMBERS_NOT_YET_EXACT[name]))
+    if name in _NUMBERS_NOT_YET_EXACT else name for name in names() if name != "durable-state"])
+def test_every_conversion_writes_the_same_integers(target: str) -> None:
+    document = _json.loads(state_with_big_numbers())
+    conversion = convert(document, to=target)
+    written = _json.dumps(conversion.result).decode()
+    for number in (BIG, PAST_U64, BELOW_I64):
+        assert str(number) in written.replace("\\", ""), (target, written)
+    assert "e+" not in written
