@@ -185,8 +185,7 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
         status = document.get("status")
         extras = rest(document, "history", "artifacts")
         if isinstance(status, dict) and "message" in status:
-            message = with_extras(_read_message(status["message"], "/status/message", origin), {})
-            message.__pydantic_extra__[FORM_KEY] = "status"
+            message = with_extras(_read_message(status["message"], "/status/message", origin), {FORM_KEY: "status"})
             messages.append(message)
             extras["status"] = rest(status, "message")
         artifacts = document.get("artifacts")
@@ -230,8 +229,7 @@ def _read_event(event: dict[str, Any], pointer: str, origin: Origin) -> Message:
         origin.add(kept, pointer, {"value": ()})
         return with_extras(Message(role="assistant", contents=(kept,)), {FORM_KEY: "kept event"})
     tokens = " ".join(filter(None, (str(form(message) or ""), token)))
-    message.__pydantic_extra__.update({**(update or {}), FORM_KEY: tokens})
-    return message
+    return with_extras(message, {**(update or {}), FORM_KEY: tokens})
 
 
 def _read_message(raw: Any, pointer: str, origin: Origin) -> Message:
@@ -496,7 +494,7 @@ def _fix(rec: Recorder, source: Any, content: Any, pointer: str) -> Any:
 
 
 _PART = frozenset({"metadata", "filename"})
-_CONTENT_FIELDS = {
+_CONTENT_FIELDS: dict[type, tuple[frozenset[str], frozenset[str]]] = {
     TextContent: (frozenset({"text"}), _PART | {"mediaType"}),
     DataContent: (frozenset({"uri", "mediaType"}), _PART),
     UriContent: (frozenset({"uri", "mediaType"}), _PART),

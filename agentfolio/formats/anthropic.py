@@ -225,7 +225,8 @@ def _read_response(document: dict[str, Any], origin: Origin) -> Session:
         extras = rest(document, "content", "role", *(("usage",) if usage is not None else ()))
     message = with_extras(Message(**known), {**extras_without_form(message), **extras})
     origin.add(message, "", {"messageId": ("id",)})
-    entry = ResponseEntry(messages=(message,), **({"usage": usage} if usage is not None else {}))
+    optional: dict[str, Any] = {"usage": usage} if usage is not None else {}
+    entry = ResponseEntry(messages=(message,), **optional)
     origin.add(entry, "", {"usage": ("usage",)})
     return Session(data=SessionData(conversation_history=(entry,)))
 
@@ -356,9 +357,7 @@ def _read_citation(raw: Any) -> Any:
             citation = build(Citation, rest(raw, *used), **known) if used else None
             if citation is not None:
                 return citation
-    annotation = OpaqueContent()
-    annotation.__pydantic_extra__.update({"$type": f"{NAME}.citation", "value": raw})
-    return annotation
+    return with_extras(OpaqueContent(), {"$type": f"{NAME}.citation", "value": raw})
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -583,7 +582,7 @@ _BLOCK_EXTRAS = {
 }
 
 
-_CONTENT_FIELDS = {
+_CONTENT_FIELDS: dict[type, tuple[frozenset[str], frozenset[str]]] = {
     TextContent: (frozenset({"text", "annotations"}), _BLOCK_EXTRAS[TextContent]),
     ReasoningContent: (frozenset({"text", "protectedData"}), _BLOCK_EXTRAS[ReasoningContent]),
     FunctionCallContent: (frozenset({"callId", "name", "arguments", "informationalOnly"}),

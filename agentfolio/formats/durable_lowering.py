@@ -15,7 +15,7 @@ their name is one the record writes itself.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -42,6 +42,7 @@ from agentfolio.model import (
     OpaqueContent,
     OpaqueEntry,
     PartContent,
+    Record,
     Session,
     TextContent,
     UnknownContent,
@@ -51,6 +52,7 @@ from agentfolio.model import (
 NAME = "durable-state"
 ROLES_1X = ("user", "assistant", "system", "tool")
 _NEAREST_ROLE = {"developer": "system", "function": "tool"}
+_R = TypeVar("_R", bound=Record)
 
 
 def lower(session: Session, *, origin: Origin | None = None, options: ConvertOptions | None = None) -> Lowered:
@@ -305,7 +307,7 @@ def _kept_extras(rec: Recorder, source: Any, pointer: str, lowered: Any) -> dict
     return kept
 
 
-def _drop_colliding(rec: Recorder, source: Any, lowered: Any, pointer: str, owned: set[str]) -> Any:
+def _drop_colliding(rec: Recorder, source: Record, lowered: _R, pointer: str, owned: set[str]) -> _R:
     """Unknown properties named like a field the record writes cannot travel with it."""
     colliding = [key for key in source.extra if key in owned]
     if not colliding:
@@ -313,12 +315,12 @@ def _drop_colliding(rec: Recorder, source: Any, lowered: Any, pointer: str, owne
     for key in colliding:
         rec.drop(source, pointer, key, f"property {key!r}", "durable state uses that name for its own field")
     if lowered is source:
-        lowered = source.model_copy()
+        lowered = lowered.model_copy()
     object.__setattr__(lowered, "__pydantic_extra__", {k: v for k, v in lowered.extra.items() if k not in colliding})
     return lowered
 
 
-def _wire_names(cls: type) -> list[str]:
+def _wire_names(cls: type[Record]) -> list[str]:
     return [info.alias or name for name, info in cls.model_fields.items()]
 
 

@@ -192,7 +192,7 @@ def _non_durable_kinds(session: Session) -> list[tuple[str, str]]:
     for entry_index, entry in enumerate(session.entries):
         if entry.source is not None:
             continue  # read from durable state: written back as read
-        base = ["data", "conversationHistory", entry_index]
+        base: list[str | int] = ["data", "conversationHistory", entry_index]
         kind = getattr(entry, "kind", None)
         if kind not in ENTRY_KINDS and "$type" not in entry.extra:
             found.append((json_pointer(base), str(kind)))

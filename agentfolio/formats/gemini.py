@@ -180,7 +180,8 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
         messages = [_read_candidate(c, f"/candidates/{i}", origin, k) for i, c in enumerate(document["candidates"])]
         usage = _read_usage(document.get(k["usage_metadata"]), k)
         skip = ["candidates", *([k["usage_metadata"]] if usage is not None else [])]
-        entry = ResponseEntry(messages=tuple(messages), **({"usage": usage} if usage is not None else {}))
+        optional: dict[str, Any] = {"usage": usage} if usage is not None else {}
+        entry = ResponseEntry(messages=tuple(messages), **optional)
         origin.add(entry, "", {"usage": (k["usage_metadata"],)})
         entries: list[Any] = [entry]
     else:
@@ -348,7 +349,7 @@ def write(session: Session) -> dict[str, Any]:
             document[k["usage_metadata"]] = {**{k[w]: v for w, v in names if v is not None}, **usage.extra}
         document.update(extras)
         return document
-    contents = []
+    contents: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         if index == 0 and message.role == "system":
             document[k["system_instruction"]] = {"parts": _write_parts(message, "/" + k["system_instruction"], k)}
@@ -442,7 +443,7 @@ def _nearest_role(role: str | None, in_request: bool) -> str:
 _SIGNATURES = frozenset({"thoughtSignature", "thought_signature"})
 _PART_EXTRAS = _SIGNATURES | {"videoMetadata", "video_metadata", "partMetadata", "part_metadata", "thought",
                               "mediaResolution", "media_resolution"}
-_CONTENT_FIELDS = {
+_CONTENT_FIELDS: dict[type, tuple[frozenset[str], frozenset[str]]] = {
     TextContent: (frozenset({"text"}), _PART_EXTRAS),
     ReasoningContent: (frozenset({"text", "protectedData"}), _PART_EXTRAS),
     DataContent: (frozenset({"uri", "mediaType"}), _PART_EXTRAS),

@@ -376,7 +376,7 @@ def _fix(rec: Recorder, source: Any, content: Any, pointer: str) -> Any:
 
 
 _BLOCK = frozenset({"id", "extras", "index"})
-_CONTENT_FIELDS = {
+_CONTENT_FIELDS: dict[type, tuple[frozenset[str], frozenset[str]]] = {
     TextContent: (frozenset({"text"}), _BLOCK | {"annotations"}),
     ReasoningContent: (frozenset({"text"}), _BLOCK),
     DataContent: (frozenset({"uri", "mediaType"}), _BLOCK | {"type"}),

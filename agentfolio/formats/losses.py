@@ -9,13 +9,22 @@ whose wire layout is the model's own) is pointed into with the model's own JSON 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from agentfolio import _json
 from agentfolio.formats.errors import json_pointer
-from agentfolio.model import DocumentContent, MemoryContent, SkillsContent, TemplateVariableContent, ToolCatalogContent
+from agentfolio.model import (
+    DocumentContent,
+    MemoryContent,
+    Record,
+    SkillsContent,
+    TemplateVariableContent,
+    ToolCatalogContent,
+)
+
+_R = TypeVar("_R", bound=Record)
 
 #: The property provider readers use to remember a source's spelling (see
 #: agentfolio.formats.provider): never reported as a loss.
@@ -109,8 +118,10 @@ def drop_provider_fields(rec: Recorder, content: Any, pointer: str, target: str)
     (Reasoning and its protected data are dropped whole by such targets, and reported so.)"""
     from agentfolio.model import FunctionCallContent, HostedFileContent, TextContent
 
-    fields = {TextContent: ("annotations",), FunctionCallContent: ("informationalOnly",),
-              HostedFileContent: ("mediaType", "name")}.get(type(content), ())
+    shared: dict[type[Any], tuple[str, ...]] = {
+        TextContent: ("annotations",), FunctionCallContent: ("informationalOnly",),
+        HostedFileContent: ("mediaType", "name")}
+    fields = shared.get(type(content), ())
     given = set(set_fields(content)) if fields else set()
     for key in fields:
         if key in given:
@@ -152,10 +163,13 @@ def set_fields(record: Any, skip: Iterable[str] = ()) -> list[str]:
             if name in given and (info.alias or name) not in skipped and name not in skipped]
 
 
-def with_extras(record: Any, extras: Mapping[str, Any]) -> Any:
+def with_extras(record: _R, extras: Mapping[str, Any]) -> _R:
     """The record carrying ``extras`` as unknown properties (read-only records: built here)."""
     if extras:
-        record.__pydantic_extra__.update(extras)
+        stored = record.__pydantic_extra__
+        if stored is None:  # every Record allows extras; only a foreign model lands here
+            raise TypeError(f"{type(record).__name__} keeps no unknown properties")
+        stored.update(extras)
     return record
 
 
@@ -197,8 +211,10 @@ def listing_text(content: Any) -> str | None:
     target without that kind writes; None for any other content."""
     if isinstance(content, TemplateVariableContent):
         return content.value
-    rendering = {MemoryContent: memory_text, SkillsContent: skills_text, ToolCatalogContent: tools_text,
-                 DocumentContent: document_text}.get(type(content))
+    renderings: dict[type[Any], Callable[[Any], str]] = {
+        MemoryContent: memory_text, SkillsContent: skills_text, ToolCatalogContent: tools_text,
+        DocumentContent: document_text}
+    rendering = renderings.get(type(content))
     return rendering(content) if rendering else None
 
 

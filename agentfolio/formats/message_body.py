@@ -195,7 +195,7 @@ def content_of(part: MessagePart) -> Any:
         if inline and _HEADER.fullmatch(part.content_type):
             if part.content_encoding == "base64":
                 return DataContent(uri=f"data:{part.content_type};base64,{part.content}", media_type=part.content_type)
-            if _is_json(part.essence) and _utf8(part.content):
+            if _is_json(part.essence) and part.content is not None and _utf8(part.content):
                 return DataContent(uri=f"data:{part.content_type},{quote(part.content, safe='')}",
                                    media_type=part.content_type)
         if part.content_url is not None:
@@ -435,8 +435,10 @@ def _pydantic_messages(error: ValidationError) -> str:
 
 
 def _media_type(value: str | None) -> bool:
+    if not value:
+        return False
     try:
-        return bool(value) and bool(content_type_essence(value))
+        return bool(content_type_essence(value))
     except ValueError:
         return False
 

@@ -26,7 +26,7 @@ system message; a string ``input`` one user message.  Read → write gives the s
 from __future__ import annotations
 
 import zlib
-from typing import Any
+from typing import Any, cast
 
 from agentfolio.formats.base import FunctionFormat, ReadResult
 from agentfolio.formats.errors import FormatError, Problem, validated
@@ -48,7 +48,9 @@ from agentfolio.formats.provider import (
 from agentfolio.formats.shared import data_url_type, group_by_role
 from agentfolio.model import (
     Citation,
+    Content,
     DataContent,
+    ErrorResponseEntry,
     FunctionCallContent,
     FunctionResultContent,
     HostedFileContent,
@@ -109,7 +111,7 @@ def validate(document: Any) -> list[Problem]:
     if "instructions" in document and not _is_response(document) and not isinstance(
             document["instructions"], (str, type(None))):
         problems.append(Problem("/instructions", "expected a string"))
-    for index, item in enumerate(items):
+    for index, item in enumerate(cast(list[Any], items)):  # check_type saw a list
         _check_item(problems, f"/{key}/{index}", item)
     return problems
 
@@ -182,7 +184,8 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     if usage is not None:
         skip.append("usage")
     if response:
-        entry = ResponseEntry(messages=tuple(messages), **({"usage": usage} if usage is not None else {}))
+        optional: dict[str, Any] = {"usage": usage} if usage is not None else {}
+        entry = ResponseEntry(messages=tuple(messages), **optional)
         origin.add(entry, "", {"usage": ("usage",)})
         entries: list[Any] = [entry]
     else:
@@ -254,7 +257,7 @@ def _summary(text: str | None) -> list[dict[str, Any]]:
 
 def _read_reasoning(item: dict[str, Any]) -> ReasoningContent | None:
     summary = item["summary"]
-    texts = [p.get("text") for p in summary if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    texts = [p["text"] for p in summary if isinstance(p, dict) and isinstance(p.get("text"), str)]
     text = "\n\n".join(texts) if texts else None
     extras = rest(item, "type", "summary", "encrypted_content")
     if summary != _summary(text):
@@ -357,9 +360,7 @@ def _read_citation(raw: Any) -> Any:
         citation = build(Citation, rest(raw, *(w for w, a in wires.items() if a in known)), **known)
         if citation is not None:
             return citation
-    annotation = OpaqueContent()
-    annotation.__pydantic_extra__.update({"$type": f"{NAME}.annotation", "value": raw})
-    return annotation
+    return with_extras(OpaqueContent(), {"$type": f"{NAME}.annotation", "value": raw})
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -374,19 +375,23 @@ def write(session: Session) -> dict[str, Any]:
     document: dict[str, Any] = {}
     messages = [message for _, message in session.messages()]
     for index, message in enumerate(messages):
-        if form(message) == "instructions" and index == 0 and not response:
-            document["instructions"] = message.items[0].text if message.items else ""
+        first = message.items[0] if message.items else None
+        if form(message) == "instructions" and index == 0 and not response and (
+                first is None or isinstance(first, TextContent)):
+            document["instructions"] = first.text if first is not None else ""
             continue
-        if form(message) == "input" and len(messages) - (1 if "instructions" in document else 0) == 1:
-            document["input"] = message.items[0].text
+        if form(message) == "input" and isinstance(first, TextContent) and len(messages) - (
+                1 if "instructions" in document else 0) == 1:
+            document["input"] = first.text
             continue
         items.extend(write_items(message, f"/{key}/{len(items)}"))
     if key not in document:
         document[key] = items
     for name, value in extras.items():
         document.setdefault(name, value)
-    if response and session.entries and getattr(session.entries[0], "usage", None) is not None:
-        usage = session.entries[0].usage
+    head = session.entries[0] if session.entries else None
+    if response and isinstance(head, (ResponseEntry, ErrorResponseEntry)) and head.usage is not None:
+        usage = head.usage
         document["usage"] = {"input_tokens": usage.input_token_count, "output_tokens": usage.output_token_count,
                              "total_tokens": usage.total_token_count, **usage.extra}
     return document
@@ -596,7 +601,7 @@ def _fix(rec: Recorder, source: Any, content: Any, pointer: str) -> Any:
 
 
 _PART = frozenset({"detail"})
-_CONTENT_FIELDS = {
+_CONTENT_FIELDS: dict[type, tuple[frozenset[str], frozenset[str]]] = {
     TextContent: (frozenset({"text", "annotations"}), frozenset({"type", "logprobs"})),
     ReasoningContent: (frozenset({"text", "protectedData"}), frozenset({"id", "summary", "content", "status"})),
     FunctionCallContent: (frozenset({"callId", "name", "arguments", "informationalOnly"}),
@@ -656,7 +661,7 @@ def _output_message(rec: Recorder, lowered: Any, position: int, message: Message
     if not parts or (message.message_id is not None and "status" in message.extra) or (
             len(parts) == 1 and isinstance(parts[0], TextContent) and _plain(parts[0]) and form(message) != "blocks"):
         return message  # already an output message, or text the API takes as a string
-    contents = []
+    contents: list[Content] = []
     for content in message.items:
         if isinstance(content, _ITEM_CONTENTS):
             contents.append(content)
@@ -670,8 +675,10 @@ def _output_message(rec: Recorder, lowered: Any, position: int, message: Message
     if message.message_id is None:
         lowered.approximate(rec, position, "messageId", "messageId",
                             "an assistant's output message needs an id: one was generated")
-    return build(Message, extras, role="assistant", contents=tuple(contents),
-                 message_id=message.message_id or _generated("msg", str(position)))
+    built = build(Message, extras, role="assistant", contents=tuple(contents),
+                  message_id=message.message_id or _generated("msg", str(position)))
+    assert built is not None, "a message's own extras never collide with its fields"
+    return built
 
 
 FORMAT = FunctionFormat(NAME, "OpenAI Responses", looks_like, validate, read, write, lower)

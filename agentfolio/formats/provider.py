@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 import orjson
 from pydantic import ValidationError
@@ -30,6 +30,7 @@ from agentfolio.formats.losses import (
     listing_text,
     message_pointer,
     set_fields,
+    with_extras,
 )
 from agentfolio.model import (
     Citation,
@@ -63,9 +64,10 @@ def _wire_names(cls: type[Record]) -> frozenset[str]:
 
 
 _WIRE_NAMES: dict[type, frozenset[str]] = {}
+_R = TypeVar("_R", bound=Record)
 
 
-def build(cls: type[Record], extras: Mapping[str, Any], **known: Any) -> Any:
+def build(cls: type[_R], extras: Mapping[str, Any], **known: Any) -> _R | None:
     """``cls(**known)`` carrying ``extras`` as unknown properties, or None when an extra
     is named like one of the record's own fields (it could not be written back apart)."""
     owned = _WIRE_NAMES.get(cls)
@@ -97,17 +99,16 @@ _KINDS: dict[type, str] = {}
 def kept_whole(fmt: str, block: Any, kind: str | None = None) -> OpaqueContent:
     """A block kept exactly as read, tagged with the format it belongs to."""
     tag = kind if kind is not None else (block.get("type") if isinstance(block, dict) else None)
-    record = OpaqueContent()
-    record.__pydantic_extra__.update({"$type": f"{fmt}.{tag if isinstance(tag, str) else 'value'}", "value": block})
-    return record
+    return with_extras(OpaqueContent(), {"$type": f"{fmt}.{tag if isinstance(tag, str) else 'value'}",
+                                         "value": block})
 
 
-def is_kept_whole(fmt: str, content: Any) -> bool:
+def is_kept_whole(fmt: str, content: Any) -> TypeGuard[OpaqueContent]:
     tag = content.extra.get("$type") if isinstance(content, OpaqueContent) else None
     return isinstance(tag, str) and tag.startswith(fmt + ".") and "value" in content.extra
 
 
-def kept_value(content: OpaqueContent) -> Any:
+def kept_value(content: Record) -> Any:
     return content.extra.get("value")
 
 
@@ -269,8 +270,7 @@ def _lower_message(rec: Recorder, target: Target, message: Message, entry_index:
         return None
     built = Message(role=role, contents=tuple(contents),
                     **{_attribute(Message, key): value for key, value in kept_fields.items()})
-    built.__pydantic_extra__.update(extras)
-    return built
+    return with_extras(built, extras)
 
 
 def _attribute(cls: type[Record], wire: str) -> str:

@@ -23,7 +23,10 @@ TAG_KEYS = ("$type", "kind")
 @cache
 def bundled_schema(file_name: str) -> dict[str, Any]:
     """A JSON Schema shipped in ``agentfolio/formats/schemas``."""
-    return _json.loads(resources.files("agentfolio.formats").joinpath("schemas", file_name).read_bytes())
+    schema = _json.loads(resources.files("agentfolio.formats").joinpath("schemas", file_name).read_bytes())
+    if not isinstance(schema, dict):
+        raise TypeError(f"bundled schema {file_name} is not a JSON object")
+    return schema
 
 
 @cache
@@ -111,7 +114,7 @@ def _message(error: Any) -> str:
         return f"expected {expected}, found {_type_name(error.instance)}"
     if isinstance(kind, jsonschema_rs.ValidationErrorKind.Enum):
         return f"{_short(error.instance)} is not one of {', '.join(_short(v) for v in kind.options)}"
-    return error.message
+    return str(error.message)
 
 
 def _type_name(value: Any) -> str:

@@ -11,7 +11,7 @@ is kept whole as :class:`OpaqueContent`: never emptied, written back exactly as 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal, Union, get_args
 
 from pydantic import Field
 
@@ -239,7 +239,8 @@ class OpaqueContent(Record):
 
 TextContent.model_rebuild()
 
-KNOWN_CONTENTS: tuple[type[_Content], ...] = (
+# Spelled as a Union so type checkers see each class; KNOWN_CONTENTS keeps the same order.
+KnownContent = Union[
     TextContent,
     ReasoningContent,
     DataContent,
@@ -257,7 +258,8 @@ KNOWN_CONTENTS: tuple[type[_Content], ...] = (
     ToolCatalogContent,
     DocumentContent,
     PartContent,
-)
+]
+KNOWN_CONTENTS: tuple[type[_Content], ...] = get_args(KnownContent)
 
 # The durable ``$type`` values: kinds any durable-state reader/writer must know.
 DURABLE_CONTENT_KINDS: frozenset[str] = frozenset(
@@ -272,6 +274,6 @@ CONTENT_KINDS: frozenset[str] = frozenset(cls.model_fields["kind"].default for c
 # where text belongs): kept whole and reported by schema validation, instead of failing
 # the whole read.
 Content = Annotated[
-    Union[Annotated[Union[KNOWN_CONTENTS], Field(discriminator="kind")], OpaqueContent],
+    Union[Annotated[KnownContent, Field(discriminator="kind")], OpaqueContent],
     Field(union_mode="left_to_right"),
 ]

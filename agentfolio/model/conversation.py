@@ -9,7 +9,7 @@ them with :func:`agentfolio.model.times.parse_time` where a datetime is needed.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Iterator, Literal, Mapping, Union
+from typing import Annotated, Any, Iterator, Literal, Mapping, Union, get_args
 
 from pydantic import Field
 
@@ -123,12 +123,13 @@ class OpaqueEntry(_SourceKept):
         return ()
 
 
-KNOWN_ENTRIES = (RequestEntry, ResponseEntry, ErrorResponseEntry, CompactionEntry)
+KnownEntry = Union[RequestEntry, ResponseEntry, ErrorResponseEntry, CompactionEntry]
+KNOWN_ENTRIES: tuple[type[_Entry], ...] = get_args(KnownEntry)
 ENTRY_KINDS = frozenset(cls.model_fields["kind"].default for cls in KNOWN_ENTRIES)
 # Same scheme as contents.Content: tagged by ``$type``, unknown or ill-fitting entries
 # kept whole as OpaqueEntry.
 Entry = Annotated[
-    Union[Annotated[Union[KNOWN_ENTRIES], Field(discriminator="kind")], OpaqueEntry],
+    Union[Annotated[KnownEntry, Field(discriminator="kind")], OpaqueEntry],
     Field(union_mode="left_to_right"),
 ]
 

@@ -68,6 +68,10 @@ def _fits_extra(kind: str, key: str, value: Any) -> bool:
         (kind, key) == ("tool_call_result", "success") and isinstance(value, bool))
 
 
+# A content as the envelope segment it becomes, with that segment's kind; (None, None) when dropped.
+_Segment = tuple[Any, str | None]
+
+
 class _EnvelopeLowering:
     def __init__(self, session: Session, recorder: Recorder, options: ConvertOptions) -> None:
         from agentfolio.model.analysis import LONG_TEXT_CHARS, call_failed
@@ -233,7 +237,7 @@ class _EnvelopeLowering:
         drop_provider_fields(rec, content, pointer, "the envelope")
         handler = getattr(self, "_" + type(content).__name__, None)
         lowered, kind = handler(content, pointer, role) if handler else (None, None)
-        if lowered is None:
+        if lowered is None or kind is None:
             return None
         return self.carry_extras(content, lowered, kind, pointer)
 
@@ -273,7 +277,7 @@ class _EnvelopeLowering:
                               "the envelope segment it becomes has no such property")
         return Presentation(**kept) if kept else None
 
-    def _TextContent(self, content: TextContent, pointer: str, role: str):
+    def _TextContent(self, content: TextContent, pointer: str, role: str) -> _Segment:
         text = content.text
         if text is None:
             self.rec.approximate(content, pointer, "text", "text", "missing text written as an empty string")
@@ -291,31 +295,32 @@ class _EnvelopeLowering:
         presentation = self.keep_presentation(content, pointer, allowed)
         if style is not None:
             presentation = (presentation or Presentation()).model_copy(update={"style": style})
-        built = TextContent(text=text, **({"presentation": presentation} if presentation else {}))
+        optional: dict[str, Any] = {"presentation": presentation} if presentation else {}
+        built = TextContent(text=text, **optional)
         return built, style or "text"
 
-    def _ErrorContent(self, content: ErrorContent, pointer: str, role: str):
+    def _ErrorContent(self, content: ErrorContent, pointer: str, role: str) -> _Segment:
         self.rec.approximate(content, pointer, None, "error content",
                              "the envelope has no error segment: written as text"
                              + ("; its details are dropped" if "details" in content.model_fields_set else ""))
         return TextContent(text=error_text(content)), "text"
 
-    def _HostedFileContent(self, content: HostedFileContent, pointer: str, role: str):
+    def _HostedFileContent(self, content: HostedFileContent, pointer: str, role: str) -> _Segment:
         self.rec.approximate(content, pointer, None, "hosted file", "the envelope has no hosted files: written as text")
         return TextContent(text=f"[hosted file {content.file_id}]"), "text"
 
-    def _HostedVectorStoreContent(self, content: HostedVectorStoreContent, pointer: str, role: str):
+    def _HostedVectorStoreContent(self, content: HostedVectorStoreContent, pointer: str, role: str) -> _Segment:
         self.rec.approximate(content, pointer, None, "hosted vector store",
                              "the envelope has no vector stores: written as text")
         return TextContent(text=f"[vector store {content.vector_store_id}]"), "text"
 
-    def _TemplateVariableContent(self, content: TemplateVariableContent, pointer: str, role: str):
+    def _TemplateVariableContent(self, content: TemplateVariableContent, pointer: str, role: str) -> _Segment:
         if content.presentation is not None:
             self.keep_presentation(content, pointer, ())
             return content.model_copy(update={"presentation": None}), "static_var"
         return content, "static_var"
 
-    def _listing(self, content: Any, pointer: str, kind: str):
+    def _listing(self, content: Any, pointer: str, kind: str) -> _Segment:
         if not content.items:
             self.rec.drop(content, pointer, None, f"empty {kind}", f"an envelope {kind} segment needs at least one item")
             return None, None
@@ -324,13 +329,13 @@ class _EnvelopeLowering:
             content = content.model_copy(update={"presentation": presentation})
         return content, kind
 
-    def _MemoryContent(self, content: MemoryContent, pointer: str, role: str):
+    def _MemoryContent(self, content: MemoryContent, pointer: str, role: str) -> _Segment:
         return self._listing(content, pointer, "memory")
 
-    def _SkillsContent(self, content: SkillsContent, pointer: str, role: str):
+    def _SkillsContent(self, content: SkillsContent, pointer: str, role: str) -> _Segment:
         return self._listing(content, pointer, "skills")
 
-    def _ToolCatalogContent(self, content: ToolCatalogContent, pointer: str, role: str):
+    def _ToolCatalogContent(self, content: ToolCatalogContent, pointer: str, role: str) -> _Segment:
         if any(item.parameters is None for item in content.items):
             items = []
             for index, item in enumerate(content.items):
@@ -343,8 +348,9 @@ class _EnvelopeLowering:
             content = content.model_copy(update={"items": tuple(items)})
         return self._listing(content, pointer, "tool_overview")
 
-    def _FunctionCallContent(self, content: FunctionCallContent, pointer: str, role: str):
-        rec, update = self.rec, {}
+    def _FunctionCallContent(self, content: FunctionCallContent, pointer: str, role: str) -> _Segment:
+        rec = self.rec
+        update: dict[str, Any] = {}
         if content.call_id is not None:
             rec.drop(content, pointer, "callId", "callId", "the envelope has no call ids: a result is paired with "
                      "the earliest open request for the same tool, and ids are generated when read back")
@@ -367,8 +373,9 @@ class _EnvelopeLowering:
             update["presentation"] = presentation
         return (content.model_copy(update=update) if update else content), "tool_call_request"
 
-    def _FunctionResultContent(self, content: FunctionResultContent, pointer: str, role: str):
-        rec, extras = self.rec, {}
+    def _FunctionResultContent(self, content: FunctionResultContent, pointer: str, role: str) -> _Segment:
+        rec = self.rec
+        extras: dict[str, Any] = {}
         if content.call_id is not None:
             rec.drop(content, pointer, "callId", "callId", "the envelope has no call ids: a result is paired with "
                      "the earliest open request for the same tool, and ids are generated when read back")
@@ -391,11 +398,11 @@ class _EnvelopeLowering:
                             f"the source does not say whether the call succeeded: taken as {str(success).lower()}")
         extras["success"] = success
         presentation = self.keep_presentation(content, pointer, ("collapsed",))
-        built = FunctionResultContent(call_id=content.call_id, result=result,
-                                      **({"presentation": presentation} if presentation else {}))
+        optional: dict[str, Any] = {"presentation": presentation} if presentation else {}
+        built = FunctionResultContent(call_id=content.call_id, result=result, **optional)
         return with_extras(built, extras), "tool_call_result"
 
-    def _DocumentContent(self, content: DocumentContent, pointer: str, role: str):
+    def _DocumentContent(self, content: DocumentContent, pointer: str, role: str) -> _Segment:
         update: dict[str, Any] = {}
         if content.uri is not None:
             self.rec.drop(content, pointer, "uri", "uri", "an envelope document card has no link")
@@ -409,13 +416,14 @@ class _EnvelopeLowering:
             update["presentation"] = None
         if not update:
             return content, "document"
-        rebuilt = {"file_name": content.file_name, "media_type": content.media_type, "snippet": content.snippet,
-                   "size_bytes": update.get("size_bytes", content.size_bytes)}
+        rebuilt: dict[str, Any] = {"file_name": content.file_name, "media_type": content.media_type,
+                                   "snippet": content.snippet,
+                                   "size_bytes": update.get("size_bytes", content.size_bytes)}
         if content.parsed_content is not None:
             rebuilt["parsed_content"] = content.parsed_content
         return DocumentContent(**rebuilt), "document"
 
-    def _media(self, content: Any, pointer: str, uri: str | None, media_type: str | None):
+    def _media(self, content: Any, pointer: str, uri: str | None, media_type: str | None) -> _Segment:
         from agentfolio.model.analysis import media_class
 
         if uri is None:
@@ -436,24 +444,24 @@ class _EnvelopeLowering:
                                  f"an envelope media url reads back as {read_back.kind!r} content")
         return read_back, "media"
 
-    def _as_document(self, content: Any, pointer: str, uri: str, media_type: str | None):
+    def _as_document(self, content: Any, pointer: str, uri: str, media_type: str | None) -> _Segment:
         size, text = data_url_payload(uri)
         name = uri.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] if not uri.startswith("data:") else "attachment"
         self.rec.approximate(content, pointer, None, f"{getattr(content, 'kind', 'file')} content",
                              "not image, audio or video: written as an envelope document card, without its "
                              + ("data" if uri.startswith("data:") else "link"))
-        optional = {"parsed_content": text} if text is not None else {}
+        optional: dict[str, Any] = {"parsed_content": text} if text is not None else {}
         document = DocumentContent(file_name=name or "attachment", media_type=media_type or "application/octet-stream",
                                    snippet=(text or "")[:200], size_bytes=size if size is not None else 0, **optional)
         return document, "document"
 
-    def _DataContent(self, content: DataContent, pointer: str, role: str):
+    def _DataContent(self, content: DataContent, pointer: str, role: str) -> _Segment:
         return self._media(content, pointer, content.uri, content.media_type)
 
-    def _UriContent(self, content: UriContent, pointer: str, role: str):
+    def _UriContent(self, content: UriContent, pointer: str, role: str) -> _Segment:
         return self._media(content, pointer, content.uri, content.media_type)
 
-    def _PartContent(self, content: PartContent, pointer: str, role: str):
+    def _PartContent(self, content: PartContent, pointer: str, role: str) -> _Segment:
         from agentfolio.model.analysis import media_class
 
         if content.url and media_class(content.content_type, content.url):
@@ -462,7 +470,7 @@ class _EnvelopeLowering:
         size = len((content.content or "").encode()) if content.content is not None else 0
         self.rec.approximate(content, pointer, None, "body part",
                              "the envelope has no named parts: written as a document card")
-        optional = {"parsed_content": text} if text is not None else {}
+        optional: dict[str, Any] = {"parsed_content": text} if text is not None else {}
         return DocumentContent(file_name=content.name or "part", media_type=content.content_type or "text/plain",
                                snippet=(text or "")[:200], size_bytes=size, **optional), "document"
 

@@ -105,6 +105,10 @@ def group_entries(messages: Iterable[Message]) -> list[RequestEntry | ResponseEn
     return group_by_role(messages, ROLES, REQUEST_ROLES)
 
 
+# Where each of a content's fields sits in its segment (see Origin.add).
+_Names = dict[str, tuple[str, ...]]
+
+
 class _SegmentReader:
     def __init__(self, flagged: set[str], origin: Origin, source: str | None) -> None:
         self.flagged = flagged
@@ -160,45 +164,48 @@ class _SegmentReader:
 
     @staticmethod
     def _presentation(raw: dict[str, Any], style: str | None = None, **more: Any) -> Presentation:
-        return Presentation(collapsed=raw["collapsed"], **({"style": style} if style else {}), **more)
+        optional: dict[str, Any] = {"style": style} if style else {}
+        return Presentation(collapsed=raw["collapsed"], **optional, **more)
 
-    def _text(self, raw, *_):
+    def _text(self, raw: dict[str, Any], *_: int) -> tuple[TextContent, _Names]:
         return TextContent(text=raw["content"]), {"text": ("content",)}
 
-    def _system_prompt(self, raw, *_):
+    def _system_prompt(self, raw: dict[str, Any], *_: int) -> tuple[TextContent, _Names]:
         return TextContent(text=raw["content"], presentation=self._presentation(raw, "system_prompt")), \
             {"text": ("content",)}
 
-    def _long_text(self, raw, *_):
+    def _long_text(self, raw: dict[str, Any], *_: int) -> tuple[TextContent, _Names]:
         presentation = self._presentation(raw, "long_text", char_count=raw["charCount"])
         return TextContent(text=raw["content"], presentation=presentation), {"text": ("content",)}
 
-    def _static_var(self, raw, *_):
-        optional = {"description": raw["description"]} if "description" in raw else {}
+    def _static_var(self, raw: dict[str, Any], *_: int) -> tuple[TemplateVariableContent, _Names]:
+        optional: dict[str, Any] = {"description": raw["description"]} if "description" in raw else {}
         return TemplateVariableContent(name=raw["name"], value=raw["value"], **optional), {}
 
-    def _memory(self, raw, *_):
-        optional = {"description": raw["description"]} if "description" in raw else {}
+    def _memory(self, raw: dict[str, Any], *_: int) -> tuple[MemoryContent, _Names]:
+        optional: dict[str, Any] = {"description": raw["description"]} if "description" in raw else {}
         items = tuple(MemoryItem.model_validate(item) for item in raw["items"])
         return MemoryContent(items=items, presentation=self._presentation(raw), **optional), {}
 
-    def _skills(self, raw, *_):
-        optional = {"description": raw["description"]} if "description" in raw else {}
+    def _skills(self, raw: dict[str, Any], *_: int) -> tuple[SkillsContent, _Names]:
+        optional: dict[str, Any] = {"description": raw["description"]} if "description" in raw else {}
         items = tuple(SkillItem.model_validate(item) for item in raw["items"])
         return SkillsContent(items=items, presentation=self._presentation(raw), **optional), {}
 
-    def _tool_overview(self, raw, *_):
+    def _tool_overview(self, raw: dict[str, Any], *_: int) -> tuple[ToolCatalogContent, _Names]:
         items = tuple(ToolDescription.model_validate(item) for item in raw["items"])
         return ToolCatalogContent(items=items, presentation=self._presentation(raw)), {}
 
-    def _tool_call_request(self, raw, message_index, index):
+    def _tool_call_request(self, raw: dict[str, Any], message_index: int,
+                           index: int) -> tuple[FunctionCallContent, _Names]:
         call_id = f"call_{message_index}_{index}"
         self.open_calls.setdefault(raw["toolName"], deque()).append(call_id)
         call = FunctionCallContent(call_id=call_id, name=raw["toolName"], arguments=raw["arguments"],
                                    presentation=self._presentation(raw))
         return call, {"name": ("toolName",), "callId": ()}
 
-    def _tool_call_result(self, raw, message_index, index):
+    def _tool_call_result(self, raw: dict[str, Any], message_index: int,
+                          index: int) -> tuple[FunctionResultContent, _Names]:
         waiting = self.open_calls.get(raw["toolName"])
         extras: dict[str, Any] = {}
         if waiting:
@@ -210,16 +217,16 @@ class _SegmentReader:
         result = FunctionResultContent(call_id=call_id, result=raw["result"], presentation=self._presentation(raw))
         return with_extras(result, extras), {"callId": ()}
 
-    def _document(self, raw, *_):
-        optional = {"parsed_content": raw["parsedContent"]} if "parsedContent" in raw else {}
+    def _document(self, raw: dict[str, Any], *_: int) -> tuple[DocumentContent, _Names]:
+        optional: dict[str, Any] = {"parsed_content": raw["parsedContent"]} if "parsedContent" in raw else {}
         document = DocumentContent(file_name=raw["fileName"], media_type=raw["mimeType"], snippet=raw["snippet"],
                                    size_bytes=raw["sizeBytes"], **optional)
         return document, {"mediaType": ("mimeType",)}
 
-    def _media(self, raw, *_):
+    def _media(self, raw: dict[str, Any], *_: int) -> tuple[DataContent | UriContent, _Names]:
         media, url = raw["mediaType"], raw["url"]
         extras = {"altText": raw["altText"]} if "altText" in raw else {}
-        names = {"uri": ("url",)}
+        names: _Names = {"uri": ("url",)}
         if url.startswith("data:"):
             declared = data_url_type(url) or ""
             media_type = declared if declared.split("/", 1)[0].lower() == media and "/" in declared else f"{media}/*"

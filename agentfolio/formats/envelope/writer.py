@@ -19,6 +19,7 @@ from agentfolio.model import (
     MemoryContent,
     Message,
     OpaqueContent,
+    Presentation,
     Session,
     SkillsContent,
     TemplateVariableContent,
@@ -79,7 +80,7 @@ def _write_message(message: Message, call_names: dict[str, str | None], pointer:
 
 
 def _collapsed(content: Any, kind: str) -> bool:
-    presentation = content.presentation
+    presentation: Presentation | None = content.presentation
     if presentation is not None and presentation.collapsed is not None:
         return presentation.collapsed
     return kind in FOLDED_BY_DEFAULT
@@ -99,11 +100,12 @@ def _write_segment(content: Any, call_names: dict[str, str | None], pointer: str
 
 def _segment_of(content: Any, call_names: dict[str, str | None]) -> dict[str, Any] | None:
     if isinstance(content, TextContent) and content.text is not None:
-        style = content.presentation.style if content.presentation else None
+        presentation = content.presentation
+        style = presentation.style if presentation else None
         if style == "system_prompt":
             return {"kind": style, "content": content.text, "collapsed": _collapsed(content, style)}
-        if style == "long_text":
-            count = content.presentation.char_count
+        if style == "long_text" and presentation is not None:
+            count = presentation.char_count
             return {"kind": style, "content": content.text, "charCount": len(content.text) if count is None else count,
                     "collapsed": _collapsed(content, style)}
         return {"kind": "text", "content": content.text}

@@ -155,7 +155,8 @@ def _read_message(raw: dict[str, Any], pointer: str, origin: Origin) -> Message:
     contents: list[Any] = []
     content = raw.get("content")
     if raw.get("role") == "tool" and isinstance(raw.get("tool_call_id"), str):
-        result = FunctionResultContent(call_id=raw["tool_call_id"], **({"result": content} if "content" in raw else {}))
+        optional: dict[str, Any] = {"result": content} if "content" in raw else {}
+        result = FunctionResultContent(call_id=raw["tool_call_id"], **optional)
         origin.add(result, pointer, {"callId": ("tool_call_id",), "result": ("content",)})
         contents.append(result)
     elif isinstance(content, str):
@@ -246,6 +247,6 @@ def _read_call(call: Any, pointer: str, origin: Origin) -> Any:
                                     "arguments": ("function", "arguments")})
         return built
     # Kept whole, marked so the writer puts it back among the tool calls.
-    built = with_extras(OpaqueContent(), {"$type": TOOL_CALL_KIND, "call": call})
-    origin.add(built, pointer)
-    return built
+    kept = with_extras(OpaqueContent(), {"$type": TOOL_CALL_KIND, "call": call})
+    origin.add(kept, pointer)
+    return kept
