@@ -30,6 +30,7 @@ from urllib.parse import quote, unquote
 
 import orjson
 
+from agentfolio import _json
 from agentfolio.body.names import is_valid_name
 from agentfolio.formats.base import FunctionFormat, ReadResult
 from agentfolio.formats.errors import FormatError, Problem, validated
@@ -292,7 +293,7 @@ def _map_part(part: dict[str, Any]) -> Any:
     if key == "data" and media_type in (None, "application/json"):
         typed = {"mediaType": media_type} if media_type else {}
         return build(DataContent, {**extras, **({FORM_KEY: "typed"} if typed else {})},
-                     uri=_JSON_PREFIX + quote(orjson.dumps(value).decode(), safe=""), media_type="application/json")
+                     uri=_JSON_PREFIX + quote(_json.dumps(value).decode(), safe=""), media_type="application/json")
     return None
 
 
@@ -404,7 +405,7 @@ def write_part(content: Any, pointer: str) -> Any:
         return {"text": content.text, **extra}
     if isinstance(content, DataContent) and content.uri and content.uri.startswith(_JSON_PREFIX):
         try:
-            value = orjson.loads(unquote(content.uri[len(_JSON_PREFIX):]))
+            value = _json.loads(unquote(content.uri[len(_JSON_PREFIX):]))
         except orjson.JSONDecodeError:
             raise FormatError("a JSON data part that is not JSON", pointer=pointer) from None
         return {"data": value, **({"mediaType": "application/json"} if typed else {}), **extra}

@@ -19,6 +19,7 @@ from typing import Any, TypeGuard, TypeVar
 import orjson
 from pydantic import ValidationError
 
+from agentfolio import _json
 from agentfolio.formats.errors import Problem
 from agentfolio.formats.losses import FORM_KEY as LOSSES_FORM_KEY
 from agentfolio.formats.losses import (
@@ -140,7 +141,7 @@ def json_arguments(arguments: Any) -> tuple[dict[str, Any], str | None]:
         return {}, "a tool call needs arguments: written as {}"
     if isinstance(arguments, str):
         try:
-            parsed = orjson.loads(arguments)
+            parsed = _json.loads(arguments)
         except orjson.JSONDecodeError:
             parsed = None
         if isinstance(parsed, dict):
@@ -152,7 +153,7 @@ def json_arguments(arguments: Any) -> tuple[dict[str, Any], str | None]:
 def string_arguments(arguments: Any) -> tuple[str, str | None]:
     if isinstance(arguments, str):
         return arguments, None
-    return orjson.dumps(arguments if arguments is not None else {}).decode(), (
+    return _json.dumps(arguments if arguments is not None else {}).decode(), (
         "a tool call needs arguments: written as {}" if arguments is None else None)
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from agentfolio import _json
 from agentfolio.formats import convert
 from agentfolio.model import (
     Content,
@@ -159,7 +160,7 @@ def _overlap(history: list[bytes], incoming: list[bytes]) -> int | None:
 
 
 def _key(message: Message) -> bytes:
-    return orjson.dumps([message.role, [_content_key(content) for content in message.items]],
+    return _json.dumps([message.role, [_content_key(content) for content in message.items]],
                         option=orjson.OPT_SORT_KEYS)
 
 
@@ -168,7 +169,7 @@ def _content_key(content: Any) -> Any:
     value.pop("presentation", None)
     if isinstance(content, FunctionCallContent) and isinstance(content.arguments, str):
         with contextlib.suppress(orjson.JSONDecodeError):
-            value["arguments"] = orjson.loads(content.arguments)
+            value["arguments"] = _json.loads(content.arguments)
     return value
 
 

@@ -34,6 +34,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from agentfolio import _json
 from agentfolio._json import too_deep
 from agentfolio.errors import AgentfolioError
 
@@ -199,7 +200,7 @@ def _parse(body: bytes, encoding: Encoding) -> ExportTraceServiceRequest:
                             "or nested deeper than the decoder allows)") from None
         return request
     try:
-        document = orjson.loads(body)
+        document = _json.loads(body)
     except orjson.JSONDecodeError as error:
         raise OtlpError(f"the body is not JSON: {error}") from None
     if not isinstance(document, dict):
@@ -342,7 +343,7 @@ def encode_response(encoding: Encoding, *, rejected: int = 0, message: str = "")
     if encoding == "protobuf":
         return response.SerializeToString(), "application/x-protobuf"
     document = json_format.MessageToDict(response)
-    return orjson.dumps(document), "application/json"
+    return _json.dumps(document), "application/json"
 
 
 def encode_status(encoding: Encoding, code: int, message: str) -> tuple[bytes, str]:
@@ -352,7 +353,7 @@ def encode_status(encoding: Encoding, code: int, message: str) -> tuple[bytes, s
     status = Status(code=code, message=message)
     if encoding == "protobuf":
         return status.SerializeToString(), "application/x-protobuf"
-    return orjson.dumps(json_format.MessageToDict(status)), "application/json"
+    return _json.dumps(json_format.MessageToDict(status)), "application/json"
 
 
 def _clip(text: str, limit: int = 200) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from agentfolio import _json as jsonvalues
 from agentfolio.formats import openai_chat
 from agentfolio.formats.errors import FormatError
 from agentfolio.model import (
@@ -108,7 +109,7 @@ def read_span_messages(payload: Mapping[str, Any]) -> SpanMessages:
 def _json(value: Any, what: str, found: SpanMessages) -> Any:
     if isinstance(value, (bytes, str)):
         try:
-            return orjson.loads(value)
+            return jsonvalues.loads(value)
         except orjson.JSONDecodeError as error:
             found.problems.append(f"{what} is not JSON ({error})")
             return None
@@ -251,7 +252,7 @@ def _ordered(mapping: Any) -> list[Any]:
 
 
 def _arguments(value: Any) -> str:
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
+    return value if isinstance(value, str) else jsonvalues.dumps(value).decode()
 
 
 def _chat_messages(raw: list[dict[str, Any]], where: str, found: SpanMessages) -> list[Message]:
@@ -269,7 +270,7 @@ def _content_value(value: Any) -> Any:
     """Legacy content: a string, or a JSON array of parts as a string."""
     if isinstance(value, str) and value.startswith("[") and value.endswith("]"):
         try:
-            parsed = orjson.loads(value)
+            parsed = jsonvalues.loads(value)
         except orjson.JSONDecodeError:
             return value
         if isinstance(parsed, list) and all(isinstance(p, dict) and "type" in p for p in parsed):
@@ -403,7 +404,7 @@ def _legacy_message(body: Mapping[str, Any], role: str) -> dict[str, Any]:
 def _json_list(value: Any) -> list[Any]:
     if isinstance(value, str):
         try:
-            value = orjson.loads(value)
+            value = jsonvalues.loads(value)
         except orjson.JSONDecodeError:
             return []
     return value if isinstance(value, list) else []

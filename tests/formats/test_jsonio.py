@@ -38,8 +38,6 @@ def test_durable_state_keeps_integers_beyond_64_bits(tmp_path) -> None:
 # Formats whose writers still turn big integers into floats: the test stays, expected to
 # fail until they keep them (strict: it says so the day they do).
 _NUMBERS_NOT_YET_EXACT = {
-    "a2a": "A2A data parts are protobuf Structs, whose numbers are doubles",
-    "openai-responses": "agentfolio/formats/provider.py parses and writes arguments with orjson, not agentfolio._json",
 }
 
 
