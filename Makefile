@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+MYPY_TARGETS ?= agentfolio
 
-.PHONY: run test bench clean
+.PHONY: run lint test bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,10 +16,16 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/agentfolio serve --demo
 
+# Lint first: ruff, the import contracts (docs/architecture.md) and the type checker.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy $(MYPY_TARGETS)
+
 # The test set-up starts what the tests need: the machine's PostgreSQL 15 (with a test
 # database) and Debian's chromium (installed with apt when missing). When either cannot
 # be had, its tests skip with the reason, or fail when CI is set.
-test: $(STAMP)
+test: lint
 	-bash scripts/ensure-chromium.sh
 	AGENTFOLIO_TEST_POSTGRES_URL="$${AGENTFOLIO_TEST_POSTGRES_URL:-$$(bash scripts/ensure-postgres.sh || true)}" \
 		$(PY) -m pytest -q

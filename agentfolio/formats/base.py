@@ -11,8 +11,9 @@ its writer can hold, reporting each loss (``lower``).  Formats are listed once, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentfolio.formats.errors import Problem
 from agentfolio.model import Session

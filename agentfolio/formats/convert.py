@@ -93,7 +93,7 @@ def convert(document_or_session: Any, *, to: str, from_: str | None = None,
     try:
         written = target.write(lowered.session)
     except FormatError as error:
-        raise error.with_source(source) if source else error
+        raise (error.with_source(source) if source else error) from None
     return Conversion(written, lowered.losses, source_format, target.name, lowered.session, problems)
 
 

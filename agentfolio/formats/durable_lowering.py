@@ -70,10 +70,10 @@ def lower(session: Session, *, origin: Origin | None = None, options: ConvertOpt
             messages = tuple(_message(rec, message, message_pointer(entry_index, index), entry_index, index, roles,
                                       version)
                              for index, message in enumerate(entry.messages))
-            if any(new is not old for new, old in zip(messages, entry.messages)):
+            if any(new is not old for new, old in zip(messages, entry.messages, strict=False)):
                 entry = entry.model_copy(update={"messages": messages})
         entries.append(stamps.stamp(entry, session.entries[entry_index], entry_pointer(entry_index)))
-    if session.data is not None and any(new is not old for new, old in zip(entries, session.entries)):
+    if session.data is not None and any(new is not old for new, old in zip(entries, session.entries, strict=False)):
         session = session.model_copy(update={"data": session.data.model_copy(
             update={"conversation_history": tuple(entries)})})
     session = _drop_colliding(rec, session, session, "", {"schemaVersion", "data"})
@@ -135,7 +135,7 @@ def _message(rec: Recorder, message: Message, pointer: str, entry_index: int, in
                          for position, content in enumerate(message.contents))
         if rec.origin.presentation:
             _plain_text_looks(rec, message, entry_index, index)
-        if any(new is not old for new, old in zip(contents, message.contents)):
+        if any(new is not old for new, old in zip(contents, message.contents, strict=False)):
             update["contents"] = contents
     lowered = message.model_copy(update=update) if update else message
     return _drop_colliding(rec, message, lowered, pointer, set(_wire_names(Message)))

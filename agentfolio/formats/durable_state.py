@@ -25,7 +25,6 @@ from pydantic import ValidationError
 
 from agentfolio import _json
 from agentfolio._json import json_type
-
 from agentfolio.formats import durable_lowering
 from agentfolio.formats.base import FunctionFormat, ReadResult
 from agentfolio.formats.errors import FormatError, Problem, UnsupportedVersionError, json_pointer, refuse_if_invalid
@@ -137,7 +136,7 @@ def _read(document: Any, *, strict: bool, source: str | None) -> ReadResult:
     try:
         version, problems, notes = validate(document)
     except FormatError as error:
-        raise error.with_source(source) if source else error
+        raise (error.with_source(source) if source else error) from None
     refuse_if_invalid(problems, strict=strict, source=source)
     try:
         session = Session.model_validate(document)
@@ -145,7 +144,7 @@ def _read(document: Any, *, strict: bool, source: str | None) -> ReadResult:
         raise _model_error(error, source) from None
     history = document["data"].get("conversationHistory") if isinstance(document.get("data"), dict) else None
     if isinstance(history, list):
-        for entry, entry_source in zip(session.entries, history):
+        for entry, entry_source in zip(session.entries, history, strict=False):
             entry.remember_source(entry_source)
     return ReadResult(session=session, format=NAME, version=version.text, problems=problems, notes=notes)
 
@@ -213,7 +212,7 @@ def _model_error(error: ValidationError, source: str | None) -> FormatError:
 
 def _is_union_step(step: Any) -> bool:
     text = str(step)
-    return "[" in text or text.endswith("Content") or text.endswith("Entry") or text.startswith("function-")
+    return "[" in text or text.endswith(("Content", "Entry")) or text.startswith("function-")
 
 
 def problems(document: Any) -> list[Problem]:

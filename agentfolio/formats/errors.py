@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from agentfolio.errors import AgentfolioError
-
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
+
+from agentfolio.errors import AgentfolioError
 
 
 def json_pointer(path: Iterable[str | int]) -> str:
@@ -44,7 +45,7 @@ class FormatError(AgentfolioError, ValueError):
         where = ": ".join(part for part in (self.source, self.pointer) if part)
         return f"{where}: {self.message}" if where else self.message
 
-    def with_source(self, source: str) -> "FormatError":
+    def with_source(self, source: str) -> FormatError:
         if self.source:
             return self
         return type(self)(self.message, source=source, pointer=self.pointer, problems=self.problems)
@@ -75,6 +76,6 @@ def validated(check: Callable[[Any], list[Problem]], document: Any, *, strict: b
     try:
         problems = check(document)
     except FormatError as error:
-        raise error.with_source(source) if source else error
+        raise (error.with_source(source) if source else error) from None
     refuse_if_invalid(problems, strict=strict, source=source)
     return problems

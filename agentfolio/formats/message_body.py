@@ -41,7 +41,6 @@ from agentfolio.body.parts import FIELDS, MessagePart
 from agentfolio.formats.base import FunctionFormat, ReadResult
 from agentfolio.formats.errors import FormatError, Problem, json_pointer, validated
 from agentfolio.formats.losses import (
-    drop_provider_fields,
     ConvertOptions,
     Lowered,
     Origin,
@@ -49,6 +48,7 @@ from agentfolio.formats.losses import (
     content_pointer,
     drop_entry_fields,
     drop_presentation,
+    drop_provider_fields,
     entry_pointer,
     error_text,
     json_text,
@@ -352,7 +352,8 @@ def _lower_content(rec: Recorder, content: Any, pointer: str, names: set[str]) -
     try:
         part = part_of(lowered)
     except ValidationError as error:
-        rec.drop(content, pointer, None, f"{content.kind} content", f"not a valid body part: {_pydantic_messages(error)}")
+        rec.drop(content, pointer, None, f"{content.kind} content",
+                 f"not a valid body part: {_pydantic_messages(error)}")
         return None
     except ValueError as error:
         rec.drop(content, pointer, None, f"{content.kind} content", f"not a valid body part: {error}")
@@ -465,7 +466,7 @@ def _call_part(rec: Recorder, content: Any, pointer: str, names: set[str]) -> Pa
     return PartContent(name=name, content_type="application/json", content=json_text(value))
 
 
-__all__ = ["NAME", "DEFAULT_ROLE", "looks_like", "validate", "read", "write", "lower", "content_of", "part_of"]
+__all__ = ["DEFAULT_ROLE", "NAME", "content_of", "looks_like", "lower", "part_of", "read", "validate", "write"]
 
 
 FORMAT = FunctionFormat(NAME, "MessageBody (parts with names, content types and content)", looks_like, validate, read,

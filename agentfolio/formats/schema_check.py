@@ -8,9 +8,10 @@ that variant's own errors, or say that the tag is unknown and which tags exist.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cache
 from importlib import resources
-from typing import Any, Iterator
+from typing import Any
 
 import jsonschema_rs
 

@@ -3,7 +3,7 @@ runs, flattening them again for writers without entries, and taking ``data:`` UR
 
 from __future__ import annotations
 
-from typing import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 
 from agentfolio.formats.errors import FormatError
 from agentfolio.formats.losses import entry_pointer, message_pointer

@@ -3,8 +3,8 @@
 from agentfolio.model.base import Record
 from agentfolio.model.contents import (
     CONTENT_KINDS,
-    Citation,
     DURABLE_CONTENT_KINDS,
+    Citation,
     Content,
     DataContent,
     DocumentContent,
@@ -45,13 +45,13 @@ from agentfolio.model.conversation import (
 
 __all__ = [
     "CONTENT_KINDS",
+    "DURABLE_CONTENT_KINDS",
+    "ENTRY_KINDS",
     "Citation",
     "CompactionEntry",
     "Content",
-    "DURABLE_CONTENT_KINDS",
     "DataContent",
     "DocumentContent",
-    "ENTRY_KINDS",
     "Entry",
     "ErrorContent",
     "ErrorResponseEntry",

@@ -9,7 +9,8 @@ them with :func:`agentfolio.model.times.parse_time` where a datetime is needed.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Iterator, Literal, Mapping, Union, get_args
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import Field
 

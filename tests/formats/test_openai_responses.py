@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from openai.types.responses import Response, ResponseInputParam
 from pydantic import TypeAdapter
 
+from agentfolio import _json
 from agentfolio.formats import openai_responses, registry
 from agentfolio.formats.convert import convert
 from agentfolio.model import FunctionCallContent, ReasoningContent, Session, TextContent
@@ -88,7 +89,7 @@ def test_any_request_reads_and_writes_back_the_same_json(document: dict) -> None
     assert openai_responses.validate(document) == []
     read = openai_responses.read(copy.deepcopy(document))
     assert openai_responses.write(read.session) == document
-    copied = Session.model_validate(orjson.loads(orjson.dumps(read.session.to_json_value())))
+    copied = Session.model_validate(_json.loads(_json.dumps(read.session.to_json_value())))
     assert openai_responses.write(copied) == document
 
 

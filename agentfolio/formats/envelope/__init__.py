@@ -39,7 +39,6 @@ uses is importable from ``agentfolio.formats.envelope`` itself.
 from __future__ import annotations
 
 from agentfolio.formats.base import FunctionFormat
-
 from agentfolio.formats.envelope.lowering import lower
 from agentfolio.formats.envelope.reader import group_entries, looks_like, read, validate
 from agentfolio.formats.envelope.spec import (
@@ -57,8 +56,29 @@ from agentfolio.formats.envelope.timestamps import MAX_MS, iso_to_ms, ms_to_iso,
 from agentfolio.formats.envelope.writer import dumps, write
 from agentfolio.formats.losses import document_text
 
-__all__ = ["FORMAT", "NAME", "VERSION", "looks_like", "read", "write", "dumps", "lower", "validate", "ms_to_iso", "iso_to_ms",
-           "group_entries", "document_text", "MAX_MS", "timestamp_problem", "SCHEMA", "ROLES", "REQUEST_ROLES",
-           "MEDIA_TYPES", "SEGMENT_KEYS", "MESSAGE_KEYS", "ROOT_KEYS"]
+__all__ = [
+    "FORMAT",
+    "MAX_MS",
+    "MEDIA_TYPES",
+    "MESSAGE_KEYS",
+    "NAME",
+    "REQUEST_ROLES",
+    "ROLES",
+    "ROOT_KEYS",
+    "SCHEMA",
+    "SEGMENT_KEYS",
+    "VERSION",
+    "document_text",
+    "dumps",
+    "group_entries",
+    "iso_to_ms",
+    "looks_like",
+    "lower",
+    "ms_to_iso",
+    "read",
+    "timestamp_problem",
+    "validate",
+    "write",
+]
 
 FORMAT = FunctionFormat(NAME, "Prompt Envelope 1.0", looks_like, validate, read, write, lower)

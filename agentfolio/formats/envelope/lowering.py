@@ -12,13 +12,13 @@ from agentfolio.formats.envelope.spec import MESSAGE_KEYS, REQUEST_ROLES, ROLES,
 from agentfolio.formats.envelope.timestamps import iso_to_ms, ms_to_iso, timestamp_problem
 from agentfolio.formats.errors import FormatError
 from agentfolio.formats.losses import (
-    drop_provider_fields,
     ConvertOptions,
     Lowered,
     Origin,
     Recorder,
     content_pointer,
     drop_entry_fields,
+    drop_provider_fields,
     entry_pointer,
     error_text,
     json_text,
@@ -210,7 +210,8 @@ class _EnvelopeLowering:
             written = ms_to_iso(stamp)
             if written != given:
                 self.rec.approximate(message, pointer, "createdAt", "createdAt",
-                                     "the envelope keeps epoch milliseconds: the same instant reads back spelled in UTC "
+                                     "the envelope keeps epoch milliseconds: the same instant reads back spelled "
+                                     "in UTC "
                                      "with millisecond digits")
             self.last_ms = stamp
             return written
@@ -322,7 +323,8 @@ class _EnvelopeLowering:
 
     def _listing(self, content: Any, pointer: str, kind: str) -> _Segment:
         if not content.items:
-            self.rec.drop(content, pointer, None, f"empty {kind}", f"an envelope {kind} segment needs at least one item")
+            self.rec.drop(content, pointer, None, f"empty {kind}",
+                          f"an envelope {kind} segment needs at least one item")
             return None, None
         presentation = self.keep_presentation(content, pointer, ("collapsed",))
         if presentation != content.presentation:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -17,7 +17,7 @@ from agentfolio import _json
 # string gives back the very number it came from, integer or float.
 
 MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
                   r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))?")
 
@@ -59,7 +59,7 @@ def iso_to_ms(text: str) -> int | float | None:
         return None
     year, month, day, hour, minute, second, fraction, zulu, sign, off_h, off_m = match.groups()
     try:
-        offset = timezone.utc if zulu or not sign else timezone(
+        offset = UTC if zulu or not sign else timezone(
             (1 if sign == "+" else -1) * timedelta(hours=int(off_h), minutes=int(off_m)))
         moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second or 0), tzinfo=offset)
     except ValueError:

@@ -68,7 +68,8 @@ def _write_message(message: Message, call_names: dict[str, str | None], pointer:
     if message.created_at is not None:
         stamp = iso_to_ms(message.created_at)
         if stamp is None:
-            raise FormatError(f"createdAt {message.created_at!r} is not an ISO 8601 time", pointer=pointer + "/createdAt")
+            raise FormatError(f"createdAt {message.created_at!r} is not an ISO 8601 time",
+                              pointer=pointer + "/createdAt")
         written["timestamp"] = stamp
     for key in MESSAGE_KEYS:
         if key not in written and key not in extras:

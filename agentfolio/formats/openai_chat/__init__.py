@@ -32,7 +32,6 @@ writer holds, with a loss report); everything other code uses is importable from
 from __future__ import annotations
 
 from agentfolio.formats.base import FunctionFormat
-
 from agentfolio.formats.openai_chat.lowering import lower
 from agentfolio.formats.openai_chat.reader import group_entries, looks_like, read, validate
 from agentfolio.formats.openai_chat.spec import (
@@ -46,7 +45,21 @@ from agentfolio.formats.openai_chat.spec import (
 )
 from agentfolio.formats.openai_chat.writer import write
 
-__all__ = ["FORMAT", "NAME", "ROLES", "REQUEST_ROLES", "MESSAGE_KEYS", "REQUEST_KEYS", "MESSAGE_EXTRA_KEYS", "PART_EXTRA_KEYS",
-           "looks_like", "validate", "read", "write", "lower", "group_entries"]
+__all__ = [
+    "FORMAT",
+    "MESSAGE_EXTRA_KEYS",
+    "MESSAGE_KEYS",
+    "NAME",
+    "PART_EXTRA_KEYS",
+    "REQUEST_KEYS",
+    "REQUEST_ROLES",
+    "ROLES",
+    "group_entries",
+    "looks_like",
+    "lower",
+    "read",
+    "validate",
+    "write",
+]
 
 FORMAT = FunctionFormat(NAME, "OpenAI Chat Completions messages", looks_like, validate, read, write, lower)

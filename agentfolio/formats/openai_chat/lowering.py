@@ -6,7 +6,6 @@ from typing import Any
 
 from agentfolio import _json
 from agentfolio.formats.losses import (
-    drop_provider_fields,
     ConvertOptions,
     Loss,
     Lowered,
@@ -15,6 +14,7 @@ from agentfolio.formats.losses import (
     content_pointer,
     drop_entry_fields,
     drop_presentation,
+    drop_provider_fields,
     entry_pointer,
     error_text,
     json_text,
@@ -262,7 +262,7 @@ def _chat_own(content: Any) -> OpaqueContent | None:
     if not isinstance(kept, dict):
         return None
     tag = kept.get("$type")
-    if tag == TOOL_CALL_KIND and isinstance(kept.get("call"), dict) or (
+    if (tag == TOOL_CALL_KIND and isinstance(kept.get("call"), dict)) or (
             tag is None and isinstance(kept.get("type"), str)):
         return with_extras(OpaqueContent(), kept) if not isinstance(content, OpaqueContent) else content
     return None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from agentfolio.formats.errors import FormatError
 from agentfolio.formats.openai_chat.spec import ABSENT, AUDIO_TYPES, BARE_LIST, NULL, PARTS, STRING, TOOL_CALL_KIND
 from agentfolio.formats.shared import messages_to_write
