@@ -1,6 +1,6 @@
 """Part names (POSIX absolute paths) and content types (media-type essences).
 
-The rules are the proposal's, made exact: a name starts with ``/``, uses only
+The MessageBody naming rules (docs/body.md), made exact: a name starts with ``/``, uses only
 ``A-Z a-z 0-9 . - _ /``, has no ``//``, no trailing ``/``, and no ``.`` or ``..``
 segment (they would make two spellings name one file). Checks are full matches,
 so ``"/a\\n"`` is not a name.

@@ -4,7 +4,7 @@ Field names are ACP's ``MessagePart`` (``name``, ``content_type``, ``content``,
 ``content_encoding``, ``content_url``, ``metadata``) so the parts of an ACP message
 are valid parts as they stand. Differences, each deliberate:
 
-* ``name`` is checked against the proposal's path rules;
+* ``name`` is checked against the MessageBody naming rules (docs/body.md);
 * ``content_type`` must be a media type (ACP defaults it to ``text/plain`` and so do
   we; an explicit ``null`` is refused because nothing could match it in a schema);
 * ``content_encoding: null`` means ``plain``, ACP's default;

@@ -1,6 +1,6 @@
 """MessageBodySchema: which parts a body may and must contain.
 
-A body is valid under a schema when (the proposal's two rules, nothing more):
+A body is valid under a schema when (two rules, nothing more):
 
 1. every part matches at least one schema part, and
 2. every ``required`` schema part is matched by at least one part.

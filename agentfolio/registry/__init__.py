@@ -1,4 +1,4 @@
-"""Governance domain for agent registries (issue 7): IDs, schema versions, span
+"""Governance domain for agent registries: IDs, schema versions, span
 validation, display templates and data-risk scoring.
 
 Pure domain code: no HTTP, no database.  The API layer (``agentfolio.api``) and the

@@ -14,7 +14,7 @@ from typing import Literal
 
 from agentfolio.errors import AgentfolioError
 
-#: Error codes from the Prefactor API error enumeration (seed 003) that the domain uses.
+#: Error codes from the Prefactor API error enumeration (Prefactor's agent schema versions) that the domain uses.
 ErrorCode = Literal["bad_request", "invalid_value", "required_value", "invalid_action", "not_found"]
 
 

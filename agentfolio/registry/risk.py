@@ -1,6 +1,6 @@
 """Data risk: the declarations span types carry, risk profiles that score them, roll-ups.
 
-A span type declares a :class:`DataRisk` (seed 003): an *action profile* (which actions
+A span type declares a :class:`DataRisk` (Prefactor's agent schema versions): an *action profile* (which actions
 it may perform: each ``unknown`` / ``allowed`` / ``disallowed``) and the *data
 categories* present in its params and in its result (each ``unknown`` / ``included`` /
 ``excluded``, plus a ``classification`` level).

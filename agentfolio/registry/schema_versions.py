@@ -355,7 +355,7 @@ def schema_version_details(
     external_identifier_repeats: int = 1,
     current_agent_deployment_refs: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """The ``details`` object of an ``AgentSchemaVersion`` response (seed 003), plus
+    """The ``details`` object of an ``AgentSchemaVersion`` response (Prefactor's agent schema versions), plus
     ``quality_schemas``.  ``external_identifier_repeats`` is how many stored rows of
     the agent share this ``external_identifier``, this one included."""
     return {

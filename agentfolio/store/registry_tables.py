@@ -1,4 +1,4 @@
-"""Tables of the agent registry (issue 7): agents, versions, schema versions, deployments,
+"""Tables of the agent registry: agents, versions, schema versions, deployments,
 instances, spans, deployment tokens and idempotency records.
 
 Defined on the store's one :data:`agentfolio.store.tables.metadata` (migration

@@ -1,4 +1,4 @@
-"""The proposal's four agents as example schemas with example bodies.
+"""The four agents of the MessageBody design as example schemas with example bodies.
 
 ``<agent>.schema.json`` is the agent's output schema; ``<agent>.body.json`` a body
 it might produce (valid under its schema).
@@ -13,7 +13,7 @@ from ..schema import MessageBodySchema
 
 HERE = Path(__file__).resolve().parent
 
-#: In the order the proposal introduces them.
+#: In the order docs/body.md introduces them.
 EXAMPLES = ("chat", "multimodal-chat", "software-writer", "researcher")
 
 
