@@ -192,14 +192,14 @@ def create_command(
     """Create an agent (or find it by its external identifier) and a deployment token for it.
 
     Prints the agent's id, then the token, one per line: what a Prefactor SDK needs."""
-    from agentfolio.app.registry import AgentCreate, AgentShow, NotFound, Principal, RegistryService
+    from agentfolio.app.registry import AgentCreate, AgentShow, NotFound, Principal
 
     folio = open_folio()
     try:
-        principal = Principal(folio.accounts.ensure(account))
-        service = RegistryService(folio.store)
+        service = folio.registry
         external = external_id or name
         try:
+            principal = Principal(folio.accounts.ensure(account))
             try:
                 agent, found = service.show_agent(principal, AgentShow(external_identifier=external)), True
             except NotFound:
