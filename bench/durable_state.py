@@ -25,14 +25,10 @@ work measured, and it would fall on whichever row happened to trigger it.  Usage
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import platform
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -42,21 +38,7 @@ from agentfolio.formats import durable_state
 from agentfolio.formats.schema_check import bundled_schema
 from agentfolio.model import Session
 from agentfolio.samples import synthetic_durable_state
-
-
-def best_of(repeat: int, action: Callable[[], Any]) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            action()
-            best = min(best, time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return best
-
+from bench._timing import best_of
 
 # Peak memory of one read, in a fresh process so nothing else alive counts: the peak
 # resident size after the read less the peak before it (imports done, bytes in memory).

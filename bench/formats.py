@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import copy
-import gc
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,22 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import orjson
 
 from agentfolio.formats import registry
+from bench._timing import best_of
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
-
-
-def best_of(repeat: int, action: Callable[[], Any]) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            action()
-            best = min(best, time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return best
 
 
 def _grown(items: list[Any], count: int) -> list[Any]:

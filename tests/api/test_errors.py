@@ -9,36 +9,15 @@ from __future__ import annotations
 
 import errno
 import http.client
-import threading
-import time
 from collections.abc import Iterator
 
 import orjson
 import pytest
-import uvicorn
-from fastapi import FastAPI
 
 from agentfolio.app import Agentfolio
 from agentfolio.server import create_server
 from agentfolio.store import Store
-from tests.storage import free_port
-
-
-class InProcessServer:
-    def __init__(self, app: FastAPI) -> None:
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="critical"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("in-process server did not start within 30 s")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
+from tests.storage import InProcessServer
 
 
 class FullDisk:

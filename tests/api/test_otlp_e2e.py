@@ -14,14 +14,12 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
@@ -35,7 +33,7 @@ from agentfolio.server import create_server
 from agentfolio.settings import Settings
 from agentfolio.store import Store
 from tests.otlp_support import Relay, get, messages_of, provider, spans_of, wait_for_session
-from tests.storage import free_port
+from tests.storage import InProcessServer
 
 
 @pytest.fixture
@@ -43,20 +41,11 @@ def served(settings: Settings, store: Store) -> Iterator[tuple[str, str]]:
     """uvicorn serving the server on loopback, in a thread of this process (its start
     does not wait for a second interpreter to import everything)."""
     token, _ = store.accounts.create_token("otel")
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_server(folio=Agentfolio(store, owned=False), viewer=False),
-                                           host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
+    server = InProcessServer(create_server(folio=Agentfolio(store, owned=False), viewer=False), log_level="warning")
     try:
-        yield f"http://127.0.0.1:{port}", token
+        yield server.url, token
     finally:
-        server.should_exit = True
-        thread.join(30)
+        server.stop()
 
 
 _RELAY = Relay("agent_framework")

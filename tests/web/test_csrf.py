@@ -5,35 +5,17 @@ from __future__ import annotations
 
 import http.server
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from agentfolio.app import Agentfolio
 from agentfolio.server import create_server
 from agentfolio.settings import Settings
+from tests.storage import InProcessServer
 from tests.web.browser import free_port
-
-
-class Served:
-    def __init__(self, app: Any) -> None:
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="critical"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.05)
-        self.base = f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
 
 
 @pytest.fixture
@@ -42,9 +24,9 @@ def viewer(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     folio = Agentfolio.open(Settings.from_env({}).with_(data_dir=tmp_path, session_ttl=0))
     victim, _ = folio.accounts.create_token("victim")
     attacker, _ = folio.accounts.create_token("attacker")
-    served = Served(create_server(folio=folio))
+    served = InProcessServer(create_server(folio=folio))
     try:
-        yield served.base, victim, attacker
+        yield served.url, victim, attacker
     finally:
         served.stop()
         folio.close()
