@@ -5,8 +5,8 @@ its tokens, latency, tool calls, failures, errors and roles.
 Sessions written before have ``facts_version`` NULL: the store counts them the first
 time a list shows them (``Sessions.list``), so this migration reads no history.
 
-Revision ID: 0005_session_facts
-Revises: 0004_viewer_sessions
+Revision ID: 0006_session_facts
+Revises: 0005_trace_pages
 Create Date: 2026-11-27
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0005_session_facts"
-down_revision = "0004_viewer_sessions"
+revision = "0006_session_facts"
+down_revision = "0005_trace_pages"
 branch_labels = None
 depends_on = None
 
