@@ -95,6 +95,14 @@ class SessionService:
         return self._sessions.count(account, agent=agent, since=since, until=until, text=text,
                                     agent_contains=agent_contains)
 
+    def find_positions(self, account: Account, session_id: str, *, text: str | None = None, show: str | None = None,
+                       start: int = 0, limit: int = 10_000) -> Sequence[int]:
+        """Positions of the entries from ``start`` on that hold ``text`` (case-insensitive)
+        and have something to show when the page shows only ``show``
+        (``present.activity.SHOW_CHOICES``): found in what the store keeps beside each
+        entry, without reading the history."""
+        return self._sessions.find_positions(account, session_id, text=text, show=show, start=start, limit=limit)
+
     def match_snippets(self, account: Account, session_ids: Sequence[str], text: str) -> dict[str, str]:
         """For each session id, the text around where ``text`` first occurs in its messages."""
         return self._sessions.match_snippets(account, session_ids, text)

@@ -191,3 +191,52 @@ def test_every_sort_the_application_offers_is_one_the_store_knows() -> None:
     from agentfolio.store.sessions import SORTS
 
     assert set(SESSION_SORTS) == set(SORTS)
+
+
+@pytest.mark.parametrize("show", ["tools", "errors", "role:user", "role:assistant", "role:tool", "role:system"])
+def test_finding_in_the_store_and_in_memory_agree(store: Store, show: str) -> None:
+    from agentfolio.formats import durable_state
+    from agentfolio.present.search import SessionIndex
+    from agentfolio.samples.showcase import timed_session
+
+    account = store.accounts.ensure("alice")
+    document = timed_session(30, seed=3, failures=0.4)
+    document["data"]["conversationHistory"].extend(history(10, seed=4))
+    store.sessions.create(account, document, session_id="s")
+    index = SessionIndex(durable_state.read(document).session.entries)
+    assert store.sessions.find_positions(account, "s", show=show) == index.positions(show=show)
+    for text in ("PACK A RAINCOAT", "lyon", "question 3", "nothing like this"):
+        assert store.sessions.find_positions(account, "s", text=text, show=show) == \
+            index.positions(text=text, show=show)
+    found = index.positions(show=show)
+    if len(found) > 3:
+        assert store.sessions.find_positions(account, "s", show=show, start=found[2] + 1, limit=1) == [found[3]]
+
+
+def test_finding_counts_a_session_written_before_its_entries_were_counted(store: Store) -> None:
+    account = store.accounts.ensure("alice")
+    store.sessions.create(account, state(*history(6, seed=5)), session_id="old")
+    expected = store.sessions.find_positions(account, "old", show="tools")
+    with store.engine.begin() as connection:
+        connection.execute(sa.update(sessions_table).values(facts_version=None))
+        connection.execute(sa.update(entries_table).values(tool_calls=None, roles=None, failed_tools=None))
+    assert store.sessions.find_positions(account, "old", show="tools") == expected != []
+
+
+def test_activity_reads_each_timed_entry_of_an_agent(store: Store) -> None:
+    from agentfolio.present.activity import activity_over_time
+    from agentfolio.samples.showcase import timed_session
+
+    account = store.accounts.ensure("alice")
+    for number in range(4):
+        store.sessions.create(account, timed_session(5, seed=number, day=2 * number), session_id=f"t{number}",
+                              agent="Atlas" if number % 2 else "Breeze")
+    points = store.sessions.activity(account, agent="Atlas")
+    assert [point.kind for point in points].count("request") == 0  # only what was counted
+    assert len([point for point in points if point.latency is not None]) == 10
+    assert points == sorted(points, key=lambda point: point.at)
+    over_time = activity_over_time(points)
+    assert over_time.unit == "day" and len(over_time.buckets) == 5  # t1 on day 2, t3 on day 6
+    assert [bucket.answers for bucket in over_time.buckets] == [5, 0, 0, 0, 5]  # empty days stay in the chart
+    assert dict(store.sessions.agents(account)) == {"Atlas": 2, "Breeze": 2}
+    assert store.sessions.activity(store.accounts.ensure("bob"), agent="Atlas") == []
