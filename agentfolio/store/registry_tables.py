@@ -179,8 +179,17 @@ registry_spans = sa.Table(
     sa.Index(None, "account_pk", "session_id"),
 )
 
-# A replayed request (same account, operation and key) answers with the first result;
-# the same key with another body is refused.  ``body_hash``: SHA-256 of the canonical body.
+# Spans stored before their parent, found again when the parent arrives: a partial index,
+# so the lookup costs the orphans' count, never the account's spans.
+sa.Index("ix_registry_spans_parent_missing", registry_spans.c.account_pk, registry_spans.c.parent_span_id,
+         sqlite_where=registry_spans.c.parent_found == sa.false(),
+         postgresql_where=registry_spans.c.parent_found == sa.false())
+
+# A replayed request (same account, operation and key) answers again; the same key with
+# another body is refused.  ``body_hash``: SHA-256 of the canonical body; ``resource_id``:
+# what the first request made or changed, whose answer a replay reads again.  ``response``
+# is kept only where nothing is left to read (a deletion's answer).  Records expire
+# ``idempotency_window`` seconds after ``inserted_at``.
 registry_idempotency = sa.Table(
     "registry_idempotency", metadata,
     sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), primary_key=True,
@@ -189,6 +198,8 @@ registry_idempotency = sa.Table(
     sa.Column("key", sa.String(128), primary_key=True),
     sa.Column("body_hash", sa.String(64), nullable=False),
     sa.Column("status", sa.Integer, nullable=False),
-    sa.Column("response", Json, nullable=False),
+    sa.Column("response", Json, nullable=True),
+    sa.Column("resource_id", Id, nullable=True),
     sa.Column("inserted_at", Micros, nullable=False),
+    sa.Index(None, "inserted_at"),
 )

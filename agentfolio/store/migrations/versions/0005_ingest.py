@@ -1,0 +1,36 @@
+"""Ingest that stays flat as spans accumulate: idempotency records keep the digest and
+the id of what a request made (no longer its whole answer) and expire by time; spans
+waiting for their parent are found through a partial index.
+
+Revision ID: 0005_ingest
+Revises: 0004_viewer_sessions
+Create Date: 2026-12-02
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0005_ingest"
+down_revision = "0004_viewer_sessions"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("registry_idempotency") as batch:
+        batch.alter_column("response", existing_type=sa.LargeBinary(), nullable=True)
+        batch.add_column(sa.Column("resource_id", sa.String(32), nullable=True))
+    op.create_index("ix_registry_idempotency_inserted_at", "registry_idempotency", ["inserted_at"])
+    op.create_index("ix_registry_spans_parent_missing", "registry_spans", ["account_pk", "parent_span_id"],
+                    sqlite_where=sa.text("parent_found = 0"), postgresql_where=sa.text("parent_found = false"))
+
+
+def downgrade() -> None:
+    op.drop_index("ix_registry_spans_parent_missing", table_name="registry_spans")
+    op.drop_index("ix_registry_idempotency_inserted_at", table_name="registry_idempotency")
+    op.execute("DELETE FROM registry_idempotency WHERE response IS NULL")
+    with op.batch_alter_table("registry_idempotency") as batch:
+        batch.drop_column("resource_id")
+        batch.alter_column("response", existing_type=sa.LargeBinary(), nullable=False)
