@@ -185,6 +185,21 @@ sa.Index("ix_registry_spans_parent_missing", registry_spans.c.account_pk, regist
          sqlite_where=registry_spans.c.parent_found == sa.false(),
          postgresql_where=registry_spans.c.parent_found == sa.false())
 
+# Where each conversation built from OTel spans stands (the conversation state of
+# ``agentfolio.otel.conversation``), so later spans extend its session instead of
+# building it again: the session version it describes and how many of the session's
+# spans it has taken (another count means spans arrived elsewhere: build it again).
+otel_conversations = sa.Table(
+    "otel_conversations", metadata,
+    sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), primary_key=True,
+              autoincrement=False),
+    sa.Column("session_id", sa.String(200), primary_key=True),
+    sa.Column("state", Json, nullable=False),
+    sa.Column("session_version", sa.BigInteger, nullable=False),
+    sa.Column("spans", sa.Integer, nullable=False),
+    sa.Column("updated_at", Micros, nullable=False),
+)
+
 # A replayed request (same account, operation and key) answers again; the same key with
 # another body is refused.  ``body_hash``: SHA-256 of the canonical body; ``resource_id``:
 # what the first request made or changed, whose answer a replay reads again.  ``response``
