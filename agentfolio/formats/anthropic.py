@@ -48,7 +48,7 @@ from agentfolio.formats.provider import (
     rest,
     split_data_url,
 )
-from agentfolio.formats.shared import data_url_payload, group_by_role
+from agentfolio.formats.shared import data_url_payload, group_by_role, require_objects
 from agentfolio.model import (
     Citation,
     DataContent,
@@ -186,12 +186,7 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     origin = Origin()
     response = _is_response(document)
     if not response:
-        raw_messages = document.get("messages")
-        if not isinstance(raw_messages, list):
-            raise FormatError('expected "messages": an array', source=source, pointer="/messages")
-        for index, raw in enumerate(raw_messages):
-            if not isinstance(raw, dict):
-                raise FormatError("expected a message object", source=source, pointer=f"/messages/{index}")
+        require_objects(document, "messages", "a message object", source)
 
     def build() -> Session:
         session = _read_response(document, origin) if response else _read_request(document, origin)

@@ -45,7 +45,7 @@ from agentfolio.formats.provider import (
     rest,
     split_data_url,
 )
-from agentfolio.formats.shared import group_by_role
+from agentfolio.formats.shared import group_by_role, require_objects
 from agentfolio.model import (
     DataContent,
     FunctionCallContent,
@@ -175,12 +175,7 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     origin = Origin()
     response = _is_response(document)
     if not response:
-        contents = document.get("contents")
-        if not isinstance(contents, list):
-            raise FormatError('expected "contents": an array', source=source, pointer="/contents")
-        for index, content in enumerate(contents):
-            if not isinstance(content, dict):
-                raise FormatError("expected a content object", source=source, pointer=f"/contents/{index}")
+        require_objects(document, "contents", "a content object", source)
     forms = (["response"] if response else []) + (["snake_case"] if snake else [])
     return read_lazily(lambda: _read_session(document, origin, k, response, forms), document, NAME,
                        version="response" if response else "request", problems=problems, origin=origin)
