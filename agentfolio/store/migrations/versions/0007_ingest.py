@@ -3,8 +3,8 @@ the id of what a request made (no longer its whole answer) and expire by time; s
 waiting for their parent are found through a partial index; the conversations built
 from OTel spans keep where they stand, so later spans extend them.
 
-Revision ID: 0005_ingest
-Revises: 0004_viewer_sessions
+Revision ID: 0007_ingest
+Revises: 0006_session_facts
 Create Date: 2026-12-02
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0005_ingest"
-down_revision = "0004_viewer_sessions"
+revision = "0007_ingest"
+down_revision = "0006_session_facts"
 branch_labels = None
 depends_on = None
 
