@@ -12,6 +12,7 @@ from agentfolio.formats.convert import convert
 
 if TYPE_CHECKING:
     from agentfolio.formats.losses import Loss
+    from agentfolio.present.activity import ActivityPoint
     from agentfolio.store import Account, Appended, Created, SessionInfo, Store
 
 __all__ = ["SESSION_SORTS", "Exported", "SessionService"]
@@ -102,6 +103,16 @@ class SessionService:
         (``present.activity.SHOW_CHOICES``): found in what the store keeps beside each
         entry, without reading the history."""
         return self._sessions.find_positions(account, session_id, text=text, show=show, start=start, limit=limit)
+
+    def agents(self, account: Account) -> Sequence[tuple[str | None, int]]:
+        """The account's agents (None: sessions without one) and their numbers of sessions."""
+        return self._sessions.agents(account)
+
+    def activity(self, account: Account, *, agent: str | None = None, since: float | None = None,
+                 until: float | None = None) -> Sequence[ActivityPoint]:
+        """Each timed entry of an agent's sessions (all agents' for None) counted: latency,
+        tokens, tool calls, failures, oldest first; from the counts kept beside the entries."""
+        return self._sessions.activity(account, agent=agent, since=since, until=until)
 
     def match_snippets(self, account: Account, session_ids: Sequence[str], text: str) -> dict[str, str]:
         """For each session id, the text around where ``text`` first occurs in its messages."""

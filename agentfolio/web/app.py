@@ -45,6 +45,7 @@ from agentfolio.present import activity
 from agentfolio.present.search import SessionIndex
 from agentfolio.web import agents as agent_views
 from agentfolio.web import html, registry_data
+from agentfolio.web.charts import usage_charts
 from agentfolio.web.csrf import refuse_cross_site
 from agentfolio.web.documents import Opened, OpenedFiles, open_bytes
 from agentfolio.web.traces import trace_from_document
@@ -559,6 +560,25 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     async def session_export(request: Request, who: Who, session_id: str) -> Response:
         source = await run_in_threadpool(viewer.stored_source, who, session_id)
         return _export(source)
+
+    # -- usage over time ------------------------------------------------------------
+
+    @router.get("/usage")
+    @guarded
+    async def usage_page(request: Request, who: Who, agent: str = "") -> Response:
+        """Per agent: answer latency percentiles, tokens and failures over time."""
+        if viewer.folio is None:
+            return viewer.error(request, who, 404, "No store", "This viewer has no session store.")
+        agent = agent.replace("\x00", "").strip()[:200]
+
+        def load() -> tuple[Any, Any]:
+            return (viewer.folio.sessions.agents(who.account),
+                    viewer.folio.sessions.activity(who.account, agent=agent or None))
+
+        agents, points = await run_in_threadpool(load)
+        over_time = activity.activity_over_time(points)
+        return viewer.page(request, "usage.html", who, nav="usage", agents=agents, agent=agent,
+                           over_time=over_time, charts=usage_charts(over_time))
 
     # -- opened files ---------------------------------------------------------------
 
