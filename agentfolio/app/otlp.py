@@ -164,16 +164,16 @@ class OtlpIngest:
 
     def _write_session(self, account: Account, session_id: str, document: dict[str, Any],
                        agent_label: str | None) -> None:
-        sessions = self.store.sessions
+        sessions = self.store.sessions.of(account)
         try:  # a new conversation (the common case) is one insert
-            sessions.create(account, document, session_id=session_id, agent=agent_label, strict=False)
+            sessions.create(document, session_id=session_id, agent=agent_label, strict=False)
             return
         except AlreadyExists:
             pass
         with contextlib.suppress(NotFound):
-            sessions.delete(account, session_id)
+            sessions.delete(session_id)
         try:
-            sessions.create(account, document, session_id=session_id, agent=agent_label, strict=False)
+            sessions.create(document, session_id=session_id, agent=agent_label, strict=False)
         except AlreadyExists:  # another writer rebuilt it meanwhile; its copy is as complete
             log.info("session %s was rebuilt concurrently", session_id)
 

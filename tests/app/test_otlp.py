@@ -62,7 +62,7 @@ def test_a_later_request_extends_the_conversation_and_nul_is_no_failure(store: S
         encoding="protobuf")
     assert second.accepted == 2
     assert ingest.wait_idle()
-    _, document = store.sessions.get_document(account, session_id)
+    _, document = store.sessions.of(account).get_document(session_id)
     texts = [m["contents"][0]["text"] for e in document["data"]["conversationHistory"] for m in e["messages"]]
     assert texts == ["hello\x00there", "hi", "more", "done"], texts
     resent = body({"id": b"\x02" * 8, "start": NOW, "attributes": chat(["hello\x00there"], "hi")})
