@@ -148,6 +148,8 @@ registry_instances = sa.Table(
     sa.UniqueConstraint("agent_id", "external_identifier"),
     sa.Index(None, "account_pk", "id"),
     sa.Index(None, "agent_id", "id"),
+    # The trace list in start order.
+    sa.Index("ix_registry_instances_started", "account_pk", "started_at", "id"),
 )
 
 registry_spans = sa.Table(
@@ -177,6 +179,27 @@ registry_spans = sa.Table(
     sa.Index(None, "account_pk", "id"),
     sa.Index(None, "agent_id", "id"),
     sa.Index(None, "account_pk", "session_id"),
+    # A span's children in start order: the trace page walks the tree a page at a time.
+    sa.Index("ix_registry_spans_tree", "instance_id", "parent_span_id", "started_at", "id"),
+    # A trace's roots (no parent, or a parent not among its spans), in start order.
+    sa.Index("ix_registry_spans_roots", "instance_id", "started_at", "id",
+             sqlite_where=sa.text("parent_found IS NOT 1"), postgresql_where=sa.text("parent_found IS NOT true")),
+)
+
+# Per trace (instance): how many spans, failed spans and spans failing validation, and
+# when its spans start and end.  Kept
+# by triggers on ``registry_spans`` (migration ``0005_trace_pages``) whatever writes the
+# spans, so listing traces never counts spans.
+registry_trace_stats = sa.Table(
+    "registry_trace_stats", metadata,
+    sa.Column("instance_id", Id, sa.ForeignKey("registry_instances.id", ondelete="CASCADE"), primary_key=True),
+    _account(),
+    sa.Column("span_count", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("failed_count", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("invalid_count", sa.BigInteger, nullable=False, server_default="0"),
+    # The timeline's bounds: first span start, last span end (they only widen).
+    sa.Column("first_start", sa.BigInteger, nullable=True),
+    sa.Column("last_end", sa.BigInteger, nullable=True),
 )
 
 # A replayed request (same account, operation and key) answers with the first result;

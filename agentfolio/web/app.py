@@ -613,6 +613,23 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         overview = await run_in_threadpool(registry_data.agent_overview, viewer.folio, who.account, agent_id)
         return viewer.page(request, "agent.html", who, nav="agents", **overview)
 
+    @router.post("/instances/{instance_id}/terminate")
+    @guarded
+    async def terminate_instance(request: Request, who: Who, instance_id: str) -> Response:
+        if not registry_data.has_registry(viewer.folio):
+            return viewer.error(request, who, 404, "No store", "This viewer has no registry store.")
+        form = await request.form(max_files=0, max_fields=2)
+        reason = str(form.get("reason") or "").strip()[:2000]
+        try:
+            stopped = await run_in_threadpool(registry_data.terminate_instance, viewer.folio, who.account,
+                                              instance_id, reason)
+        except AgentfolioError as error:
+            if error.code == "not_found":
+                raise
+            return viewer.error(request, who, 409, "Cannot terminate this run", error.message)
+        return RedirectResponse(f"{viewer.prefix}/agents/{quote(stopped['agent_id'], safe='')}#runs",
+                                status_code=303)
+
     def _agents_context(who: Who) -> dict[str, Any]:
         agents: list[dict[str, Any]] = []
         if registry_data.has_registry(viewer.folio):

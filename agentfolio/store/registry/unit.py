@@ -20,6 +20,7 @@ from agentfolio.store.registry.agents import (
 )
 from agentfolio.store.registry.records import DeploymentTokens, Idempotency
 from agentfolio.store.registry.runs import Instances, Spans
+from agentfolio.store.registry.traces import TraceList, TraceSpans
 from agentfolio.store.scope import AccountScope
 
 
@@ -43,6 +44,8 @@ class RegistryUnit:
         self.tokens = DeploymentTokens(connection, scope)
         self.instances = Instances(connection, scope)
         self.spans = Spans(connection, scope)
+        self.traces = TraceSpans(connection, scope)
+        self.trace_list = TraceList(connection, scope)
         self.idempotency = Idempotency(connection, scope)
         self._versions = versions
 
