@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from agentfolio import _json
 from agentfolio._json import json_type
 from agentfolio.formats import durable_lowering
-from agentfolio.formats.base import FunctionFormat, ReadResult
+from agentfolio.formats.base import FunctionFormat, ReadResult, read_lazily
 from agentfolio.formats.errors import FormatError, Problem, UnsupportedVersionError, json_pointer, refuse_if_invalid
 from agentfolio.formats.jsonio import gc_paused, parse_json
 from agentfolio.formats.losses import ConvertOptions
@@ -181,15 +181,19 @@ def _read(document: Any, *, strict: bool, source: str | None) -> ReadResult:
     except FormatError as error:
         raise (error.with_source(source) if source else error) from None
     refuse_if_invalid(problems, strict=strict, source=source)
-    try:
-        session = Session.model_validate(document)
-    except ValidationError as error:
-        raise _model_error(error, source) from None
-    history = document["data"].get("conversationHistory") if isinstance(document.get("data"), dict) else None
-    if isinstance(history, list):
-        for entry, entry_source in zip(session.entries, history, strict=False):
-            entry.remember_source(entry_source)
-    return ReadResult(session=session, format=NAME, version=version.text, problems=problems, notes=notes)
+
+    def build() -> Session:
+        try:
+            session = Session.model_validate(document)
+        except ValidationError as error:
+            raise _model_error(error, source) from None
+        history = document["data"].get("conversationHistory") if isinstance(document.get("data"), dict) else None
+        if isinstance(history, list):
+            for entry, entry_source in zip(session.entries, history, strict=False):
+                entry.remember_source(entry_source)
+        return session
+
+    return read_lazily(build, document, NAME, version=version.text, problems=problems, notes=notes)
 
 
 def read_bytes(data: bytes | str, *, strict: bool = True, source: str | None = None) -> ReadResult:
@@ -204,6 +208,10 @@ def write(session: Session) -> dict[str, Any]:
     (a memory, a tool catalog...): those are converted, with a loss report, by
     ``agentfolio.formats.convert``, not written under a ``$type`` no reader knows.
     """
+    document = session.document_read_as(NAME)
+    if document is not None:
+        return document if next(iter(document)) == "schemaVersion" else {
+            "schemaVersion": document["schemaVersion"], **document}
     foreign = _non_durable_kinds(session)
     if foreign:
         pointer, kind = foreign[0]
@@ -265,4 +273,4 @@ def problems(document: Any) -> list[Problem]:
 
 
 FORMAT = FunctionFormat(NAME, "Microsoft Agent Framework durable agent state", looks_like, problems, read, write,
-                        durable_lowering.lower)
+                        durable_lowering.lower, reuse_documents=False)
