@@ -400,8 +400,9 @@ class Sessions:
             return {}
         found: dict[str, str] = {}
         with read_transaction(self.engine) as connection:
-            keys = dict(connection.execute(self.scope.select(sessions, sessions.c.id, sessions.c.pk).where(
-                sessions.c.id.in_(list(session_ids)))).all())
+            chosen = self.scope.select(sessions, sessions.c.id, sessions.c.pk).where(
+                sessions.c.id.in_(list(session_ids)))
+            keys: dict[str, int] = {row.id: row.pk for row in connection.execute(chosen)}
             for session_id, session_pk in keys.items():
                 row = connection.execute(
                     sa.select(entries.c.body, entries.c.blobs, entries.c.text)

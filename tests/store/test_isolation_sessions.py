@@ -116,6 +116,23 @@ def test_lists_show_only_their_own_account(two, what: str, filters: dict[str, An
     assert {info.id for info in bob.iter_all()} == {"same"}
 
 
+@pytest.mark.parametrize(("what", "filters", "for_alice", "for_bob"), LISTS[:-1], ids=[row[0] for row in LISTS[:-1]])
+def test_counts_count_only_their_own_account(two, what: str, filters: dict[str, Any], for_alice: set[str],
+                                             for_bob: set[str]) -> None:
+    alice, bob = two
+    assert alice.count(**filters) == len(for_alice)
+    assert bob.count(**filters) == len(for_bob)
+    assert bob.count(agent_contains="a") == 0 and alice.count(agent_contains="a") == 2
+
+
+def test_match_snippets_come_only_from_ones_own_sessions(two) -> None:
+    alice, bob = two
+    assert bob.match_snippets(["alice-only", "same"], "haystack") == {}
+    assert set(alice.match_snippets(["alice-only", "same"], "haystack")) == {"alice-only"}
+    found = bob.match_snippets(["same"], "needle")
+    assert "needle bob" in found["same"] and "alice" not in found["same"]
+
+
 def test_an_imported_file_is_found_only_in_its_account(two, store: Store) -> None:
     alice, bob = two
     assert alice.exists_source(SOURCE) == "alice-only"
