@@ -202,8 +202,32 @@ registry_trace_stats = sa.Table(
     sa.Column("last_end", sa.BigInteger, nullable=True),
 )
 
-# A replayed request (same account, operation and key) answers with the first result;
-# the same key with another body is refused.  ``body_hash``: SHA-256 of the canonical body.
+# Spans stored before their parent, found again when the parent arrives: a partial index,
+# so the lookup costs the orphans' count, never the account's spans.
+sa.Index("ix_registry_spans_parent_missing", registry_spans.c.account_pk, registry_spans.c.parent_span_id,
+         sqlite_where=registry_spans.c.parent_found == sa.false(),
+         postgresql_where=registry_spans.c.parent_found == sa.false())
+
+# Where each conversation built from OTel spans stands (the conversation state of
+# ``agentfolio.otel.conversation``), so later spans extend its session instead of
+# building it again: the session version it describes and how many of the session's
+# spans it has taken (another count means spans arrived elsewhere: build it again).
+otel_conversations = sa.Table(
+    "otel_conversations", metadata,
+    sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), primary_key=True,
+              autoincrement=False),
+    sa.Column("session_id", sa.String(200), primary_key=True),
+    sa.Column("state", Json, nullable=False),
+    sa.Column("session_version", sa.BigInteger, nullable=False),
+    sa.Column("spans", sa.Integer, nullable=False),
+    sa.Column("updated_at", Micros, nullable=False),
+)
+
+# A replayed request (same account, operation and key) answers again; the same key with
+# another body is refused.  ``body_hash``: SHA-256 of the canonical body; ``resource_id``:
+# what the first request made or changed, whose answer a replay reads again.  ``response``
+# is kept only where nothing is left to read (a deletion's answer).  Records expire
+# ``idempotency_window`` seconds after ``inserted_at``.
 registry_idempotency = sa.Table(
     "registry_idempotency", metadata,
     sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), primary_key=True,
@@ -212,6 +236,8 @@ registry_idempotency = sa.Table(
     sa.Column("key", sa.String(128), primary_key=True),
     sa.Column("body_hash", sa.String(64), nullable=False),
     sa.Column("status", sa.Integer, nullable=False),
-    sa.Column("response", Json, nullable=False),
+    sa.Column("response", Json, nullable=True),
+    sa.Column("resource_id", Id, nullable=True),
     sa.Column("inserted_at", Micros, nullable=False),
+    sa.Index(None, "inserted_at"),
 )
