@@ -43,6 +43,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,6 +101,35 @@ def postgres_url() -> str | None:
         return url
     done = subprocess.run(["bash", str(ROOT / "scripts" / "ensure-postgres.sh")], capture_output=True, text=True)
     return done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else None
+
+
+@contextmanager
+def fresh_database(backend: str) -> Iterator[str | None]:
+    """The URL of a new, empty database of ``backend``: a SQLite file in a folder of its
+    own, or a schema of its own on the PostgreSQL server (``None``: there is none)."""
+    if backend == "sqlite":
+        with tempfile.TemporaryDirectory() as folder:
+            yield f"sqlite:///{folder}/bench.sqlite3"
+        return
+    url = postgres_url()
+    if url is None:
+        yield None
+        return
+    import secrets
+
+    import sqlalchemy as sa
+
+    schema = "bench_" + secrets.token_hex(4)
+    admin = sa.create_engine(url)
+    with admin.begin() as connection:
+        connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
+    separator = "&" if "?" in url else "?"
+    try:
+        yield f"{url}{separator}options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as connection:
+            connection.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+        admin.dispose()
 
 
 def rss_kib(pid: int) -> int:
@@ -367,29 +398,12 @@ def main() -> None:
     args = parser.parse_args()
     ours: dict[str, dict] = {}
     for backend in args.backends.split(","):
-        if backend == "postgresql":
-            url = postgres_url()
+        with fresh_database(backend) as url:
             if url is None:
                 print({"backend": backend, "skipped": "no PostgreSQL server"})
                 continue
-            import secrets
-
-            import sqlalchemy as sa
-
-            schema = "bench_" + secrets.token_hex(4)
-            admin = sa.create_engine(url)
-            with admin.begin() as connection:
-                connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
-            separator = "&" if "?" in url else "?"
-            try:
-                ours[backend] = run_backend(backend, f"{url}{separator}options=-csearch_path%3D{schema}",
-                                            args.spans, args.batch, args.senders, args.flood)
-                print(ours[backend], flush=True)
-            finally:
-                with admin.begin() as connection:
-                    connection.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
-        else:
-            ours[backend] = run_backend(backend, "", args.spans, args.batch, args.senders, args.flood)
+            ours[backend] = run_backend(backend, "" if backend == "sqlite" else url, args.spans, args.batch,
+                                        args.senders, args.flood)
             print(ours[backend], flush=True)
     if args.phoenix_spans <= 0:
         return
