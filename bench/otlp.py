@@ -36,6 +36,7 @@ Usage: python bench/otlp.py [--spans N] [--batch N] [--senders N] [--flood N] [-
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -296,9 +297,15 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
 
 
 def sqlite_bytes(path: Path) -> int:
-    """A SQLite database's size on disk, its write-ahead log included."""
-    return sum(candidate.stat().st_size for candidate in (path, path.with_name(path.name + "-wal"))
-               if candidate.exists())
+    """The pages a SQLite database uses, once its write-ahead log is checkpointed into it
+    (a log holds old copies of pages until then; free pages are not counted)."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path, timeout=60)) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        pages, free, size = (connection.execute(f"PRAGMA {name}").fetchone()[0]
+                             for name in ("page_count", "freelist_count", "page_size"))
+    return int((pages - free) * size)
 
 
 def phoenix_python(chosen: str | None) -> str | None:
