@@ -18,6 +18,7 @@ from agentfolio.store.registry.agents import (
     Environments,
     SchemaVersions,
 )
+from agentfolio.store.registry.governance import Alerts, RiskProfiles
 from agentfolio.store.registry.records import DeploymentTokens, Idempotency
 from agentfolio.store.registry.runs import Instances, Spans
 from agentfolio.store.scope import AccountScope
@@ -44,6 +45,8 @@ class RegistryUnit:
         self.instances = Instances(connection, scope)
         self.spans = Spans(connection, scope)
         self.idempotency = Idempotency(connection, scope)
+        self.risk_profiles = RiskProfiles(connection, scope)
+        self.alerts = Alerts(connection, scope)
         self._versions = versions
 
     def compiled(self, version_id: str | None) -> CompiledSchemaVersion | None:
