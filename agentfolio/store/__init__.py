@@ -29,7 +29,7 @@ class Store:
         self.accounts = Accounts(engine)
         self.tokens = Tokens(engine)
         self.sessions = Sessions(engine, blobs, settings)
-        self.registry = RegistryStore(engine)
+        self.registry = RegistryStore(engine, idempotency_window=settings.idempotency_window)
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, run_migrations: bool = True) -> Store:

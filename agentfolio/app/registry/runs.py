@@ -437,6 +437,12 @@ def finish_span(work: Work, command: SpanFinish) -> SpanWritten:
     return _written(span_output(work, {**row, **changes}), instance)
 
 
+def written_again(work: Work, span_id: str) -> SpanWritten:
+    """A span write's answer read again from the span as it is now (an idempotent replay)."""
+    row = work.span(span_id)
+    return _written(span_output(work, row), work.instance(row["instance_id"], cached=True))
+
+
 def get_span(work: Work, command: SpanGet) -> Span:
     row = work.span(command.agent_span_id)
     return span_output(work, row, summaries=command.include_summaries,

@@ -1,7 +1,7 @@
 """Risk profiles an account keeps (assigned to agents), and alerts counted until acknowledged.
 
-Revision ID: 0005_risk_profiles_alerts
-Revises: 0004_viewer_sessions
+Revision ID: 0008_risk_profiles_alerts
+Revises: 0007_ingest
 Create Date: 2026-11-25
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0005_risk_profiles_alerts"
-down_revision = "0004_viewer_sessions"
+revision = "0008_risk_profiles_alerts"
+down_revision = "0007_ingest"
 branch_labels = None
 depends_on = None
 
