@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentfolio.present.risk import display_score, risk_label, scale_legend
@@ -19,6 +19,7 @@ def test_examples():
     assert risk_label("unknown", 0.0) == "unknown" and risk_label(None, None) == "unknown"
 
 
+@settings(deadline=None)
 @given(st.floats(0, 1e26, allow_nan=False))
 def test_any_score_is_at_most_five_characters_and_within_five_percent(score):
     shown = display_score(score)
@@ -28,6 +29,7 @@ def test_any_score_is_at_most_five_characters_and_within_five_percent(score):
     assert abs(value - score) <= max(0.05, 0.05 * score)
 
 
+@settings(deadline=None)
 @given(st.floats(1e27, 1e300, allow_nan=False))
 def test_beyond_every_unit_the_number_is_still_short(score):
     assert len(display_score(score)) <= 6

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentfolio.registry.errors import RegistryError
@@ -120,6 +120,7 @@ def test_bad_profiles_are_refused_naming_the_field(raw, field):
     assert field in caught.value.errors
 
 
+@settings(deadline=None)
 @given(st.dictionaries(st.sampled_from(list(CATEGORIES)), st.sampled_from(["unknown", "included", "excluded"])),
        st.dictionaries(st.sampled_from(list(ACTIONS)), st.sampled_from(["unknown", "allowed", "disallowed"])),
        st.integers(0, 50))
@@ -229,6 +230,7 @@ DECLARATIONS = st.builds(
 ORDER = ("unknown", "low", "medium", "high", "critical")
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(DECLARATIONS, PROFILES)
 def test_the_level_of_a_span_type_follows_the_one_rule(declared, profile):
     scored = score_span_type("t", declared, profile)
@@ -244,6 +246,7 @@ def test_the_level_of_a_span_type_follows_the_one_rule(declared, profile):
         assert scored.level == "unknown"
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.dictionaries(st.sampled_from(["a", "b", "c", "ghost"]), st.integers(0, 1000), max_size=4),
        st.fixed_dictionaries({"a": DECLARATIONS, "b": DECLARATIONS, "c": DECLARATIONS}), PROFILES,
        st.sampled_from(["a", "b", "c", "ghost"]), st.integers(1, 1000))
