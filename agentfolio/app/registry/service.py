@@ -135,11 +135,11 @@ _OPERATIONS: dict[type[Any], _Operation] = {
     SpanList: _Operation(runs.list_spans, Page[Span], False),
     RiskProfileList: _Operation(governance.list_profiles, Page[RiskProfileOutput], False),
     RiskProfileGet: _Operation(governance.get_profile, RiskProfileOutput, False),
-    RiskProfileCreate: _Operation(governance.create_profile, RiskProfileOutput, True),
+    RiskProfileCreate: _Operation(governance.create_profile, RiskProfileOutput, True, keeps_answer=True),
     AlertCount: _Operation(governance.count_alerts, AlertCountOutput, False),
     AlertList: _Operation(governance.list_alerts, Page[Alert], False),
     AlertGet: _Operation(governance.get_alert, Alert, False),
-    AlertAcknowledge: _Operation(governance.acknowledge, AlertCountOutput, True),
+    AlertAcknowledge: _Operation(governance.acknowledge, AlertCountOutput, True, keeps_answer=True),
 }
 
 
