@@ -142,7 +142,7 @@ class OtlpIngest:
     def _continue_session(self, account: Account, session_id: str, record: ConversationRecord,
                           added: list[dict[str, Any]], total: int) -> bool:
         """Append what ``added`` says after the stored state; ``False`` when it cannot follow it."""
-        if self.store.sessions.info(account, session_id).version != record.session_version:
+        if self.store.sessions.of(account).info(session_id).version != record.session_version:
             return False
         payloads = sorted(added, key=lambda p: (p.get("start_time_unix_nano") or 0, p.get("end_time_unix_nano") or 0))
         continued = continue_conversation(ConversationState.from_json(record.state), payloads)
@@ -150,8 +150,9 @@ class OtlpIngest:
             return False
         version = record.session_version
         if continued.entries:
-            version = self.store.sessions.append_many(account, session_id, continued.entries,
-                                                      expected_version=version, strict=False).session.version
+            appended = self.store.sessions.of(account).append_many(session_id, continued.entries,
+                                                                   expected_version=version, strict=False)
+            version = appended.session.version
         self.spans.keep_conversation(account, session_id, ConversationRecord(continued.state.to_json(), version,
                                                                              total))
         return True
@@ -170,17 +171,15 @@ class OtlpIngest:
     def _write_session(self, account: Account, session_id: str, document: dict[str, Any],
                        agent_label: str | None) -> int | None:
         """Store the document as the session; its version (``None``: another writer won)."""
-        sessions = self.store.sessions
+        sessions = self.store.sessions.of(account)
         try:  # a new conversation (the common case) is one insert
-            return sessions.create(account, document, session_id=session_id, agent=agent_label,
-                                   strict=False).session.version
+            return sessions.create(document, session_id=session_id, agent=agent_label, strict=False).session.version
         except AlreadyExists:
             pass
         with contextlib.suppress(NotFound):
-            sessions.delete(account, session_id)
+            sessions.delete(session_id)
         try:
-            return sessions.create(account, document, session_id=session_id, agent=agent_label,
-                                   strict=False).session.version
+            return sessions.create(document, session_id=session_id, agent=agent_label, strict=False).session.version
         except AlreadyExists:  # another writer rebuilt it meanwhile; its copy is as complete
             log.info("session %s was rebuilt concurrently", session_id)
             return None
