@@ -736,12 +736,32 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         return RedirectResponse(f"{viewer.prefix}/agents/{quote(stopped['agent_id'], safe='')}#runs",
                                 status_code=303)
 
+    @router.get("/alerts")
+    @guarded
+    async def alerts_page(request: Request, who: Who, all: str = "") -> Response:
+        if not registry_data.has_registry(viewer.folio):
+            return viewer.error(request, who, 404, "No store", "This viewer has no registry store.")
+        listed = await run_in_threadpool(registry_data.list_alerts, viewer.folio, who.account, everything=bool(all))
+        return viewer.page(request, "alerts.html", who, nav="alerts", **listed)
+
+    @router.post("/alerts/acknowledge")
+    @guarded
+    async def acknowledge_alerts(request: Request, who: Who) -> Response:
+        if not registry_data.has_registry(viewer.folio):
+            return viewer.error(request, who, 404, "No store", "This viewer has no registry store.")
+        form = await request.form(max_files=0, max_fields=2)
+        alert_id = None if form.get("all") else str(form.get("alert_id") or "")[:64]
+        await run_in_threadpool(registry_data.acknowledge_alerts, viewer.folio, who.account, alert_id)
+        return RedirectResponse(f"{viewer.prefix}/alerts", status_code=303)
+
     def _agents_context(who: Who) -> dict[str, Any]:
         agents: list[dict[str, Any]] = []
+        profile = None
         if registry_data.has_registry(viewer.folio):
             agents, _ = registry_data.list_agents(viewer.folio, who.account)
+            profile = registry_data.risk_profile(viewer.folio, who.account)
         return {"versions": viewer.opened.of_kind(who.owner, "schema_version"), "agents": agents,
-                "risk_badges": agent_views.risk_badges}
+                "risk_badges": agent_views.risk_badges, "risk_profile": profile}
 
     @router.post("/agents/compat")
     @guarded
