@@ -25,6 +25,7 @@ from agentfolio.app.registry import (
     SpanList,
 )
 from agentfolio.app.registry.fields import schema_version_draft
+from agentfolio.app.sessions import SessionService
 from agentfolio.store import InvalidInput, SessionCursor, Sessions, Store
 from agentfolio.store import search as search_module
 from agentfolio.store.engine import alembic_config
@@ -139,6 +140,10 @@ def test_keyset_pages_cover_every_session_once(store: Store) -> None:
         assert sorted(walked) == sorted(by_offset) and len(walked) == 23
         if descending:
             assert walked == by_offset
+    service = SessionService(store)  # the application layer passes the cursor as a token
+    first = service.list(sessions.account, limit=5)
+    assert [info.id for info in service.list(sessions.account, limit=5, after=service.cursor(first[-1]))] \
+        == by_offset[5:10]
     with pytest.raises(InvalidInput):
         sessions.list(sort="tokens", after=SessionCursor(1.0, "x"))
     for bad in ("", "nan~x", "1.0~", "1.0~../x", "inf~a", "9" * 500 + "~a"):
