@@ -386,7 +386,7 @@ class TraceService:
         with self._reading(principal) as unit:
             work = self._work(unit, principal)
             row = work.instance(instance_id)
-            instance = instance_output(work, row, risk=work.risk_profile())
+            instance = instance_output(work, row, risk=work.risk_profile(row.agent_id))
             counts = {group.status: int(group.spans) for group in unit.traces.overview(row.id)}
         return TraceBreakdown(status_counts=counts, risk_level=instance.risk_level, risk_score=instance.risk_score,
                               risk=instance.risk)
@@ -449,7 +449,7 @@ class TraceService:
             if stored is None or stored["instance_id"] != instance.id:
                 raise not_found("agent span", span_id)
             with summaries_budget():
-                span = span_output(work, stored, summaries=True, risk=work.risk_profile())
+                span = span_output(work, stored, summaries=True, risk=work.risk_profile(instance.agent_id))
             node = unit.traces.node(instance.id, span_id)
             depth = len(unit.traces.ancestors(instance.id, span_id)) - 1
         row = SpanRow(id=span.id, parent_id=span.parent_span_id, depth=max(depth, 0), schema_name=span.schema_name,
