@@ -48,7 +48,7 @@ FALLBACK_SESSIONS = 10_000
 #: Bits of an FTS rowid that hold the entry's position (the rest: the session's pk).
 POSITION_BITS = 32
 FTS_TABLE = "entries_fts"
-#: PostgreSQL's indexed expression (migration 0008_flat_reads builds the same one): a
+#: PostgreSQL's indexed expression (migration 0009_flat_reads builds the same one): a
 #: query must spell it exactly, constants inline, for the planner to use the index.
 WORDS = r"""to_tsvector('simple', regexp_replace(text, '[!-/:-@\[-`{-~]+', ' ', 'g'))"""
 

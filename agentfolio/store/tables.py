@@ -125,7 +125,7 @@ entries = sa.Table(
 )
 
 # Full-text search of the entries' words (store.search) lives outside this metadata, made
-# by migration 0006_flat_reads: PostgreSQL's GIN index ``ix_entries_words`` on
+# by migration 0009_flat_reads: PostgreSQL's GIN index ``ix_entries_words`` on
 # to_tsvector('simple', text), SQLite's FTS5 table ``entries_fts``.
 
 # The blob store is content-addressed: a blob's key is the SHA-256 of its bytes, so a key

@@ -200,7 +200,7 @@ def test_upgrading_from_the_previous_head_indexes_what_is_stored(store: Store) -
     config = alembic_config()
     with store.engine.begin() as connection:
         config.attributes["connection"] = connection
-        command.downgrade(config, "0007_ingest")
+        command.downgrade(config, "0008_risk_profiles_alerts")
     with store.engine.connect() as connection:
         names = set(sa.inspect(connection).get_table_names())
         assert "entries_fts" not in names

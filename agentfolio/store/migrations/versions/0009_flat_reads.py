@@ -11,8 +11,8 @@ On a large PostgreSQL database the GIN index takes a while to build and holds wr
 ``entries`` meanwhile; to avoid that, create it beforehand with ``CREATE INDEX
 CONCURRENTLY`` and the expression below (this migration then finds it and skips it).
 
-Revision ID: 0008_flat_reads
-Revises: 0007_ingest
+Revision ID: 0009_flat_reads
+Revises: 0008_risk_profiles_alerts
 Create Date: 2026-11-27
 """
 
@@ -21,8 +21,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008_flat_reads"
-down_revision = "0007_ingest"
+revision = "0009_flat_reads"
+down_revision = "0008_risk_profiles_alerts"
 branch_labels = None
 depends_on = None
 
