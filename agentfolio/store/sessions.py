@@ -377,10 +377,12 @@ class Sessions:
             if after is not None:
                 if column is not SORTS["updated"]:
                     raise InvalidInput("a cursor continues a list sorted by 'updated' only", pointer="")
-                beyond = sessions.c.updated_at < after.updated_at if descending else \
-                    sessions.c.updated_at > after.updated_at
-                query = query.where(sa.or_(beyond, sa.and_(sessions.c.updated_at == after.updated_at,
-                                                           sessions.c.id > after.id)))
+                moment = sessions.c.updated_at
+                beyond, reach = (moment < after.updated_at, moment <= after.updated_at) if descending else \
+                    (moment > after.updated_at, moment >= after.updated_at)
+                # ``reach`` repeats what the OR implies, as a range the write-time index can seek to.
+                query = query.where(reach, sa.or_(beyond, sa.and_(moment == after.updated_at,
+                                                                  sessions.c.id > after.id)))
             rows = connection.execute(query).all()
         if any(row.facts_version != FACTS_VERSION for row in rows):
             for row in rows:
