@@ -148,6 +148,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
     env["AGENTFOLIO_OTLP_QUEUE"] = str(settings.otlp_queue_size)
     env["AGENTFOLIO_BLOB_SWEEP_INTERVAL"] = str(settings.blob_sweep_interval)
     env["AGENTFOLIO_COMPAT_TIMEOUT"] = str(settings.compat_timeout)
+    env["AGENTFOLIO_IDEMPOTENCY_WINDOW"] = str(settings.idempotency_window)
     if settings.blob_url:
         env["AGENTFOLIO_BLOB_URL"] = settings.blob_url
     if settings.s3_endpoint_url:

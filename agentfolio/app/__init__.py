@@ -4,7 +4,8 @@ layer (and the pure domain below it), never the store directly.
 ``Agentfolio.open(settings)`` opens the store the settings name and gives each area a
 service: :attr:`Agentfolio.sessions` (store, read, export in any format, append...),
 :attr:`Agentfolio.accounts` (accounts and tokens), :attr:`Agentfolio.registry` (the agent
-registry: agents, schema versions, instances, spans). Documents that are not stored are
+registry: agents, schema versions, instances, spans), :attr:`Agentfolio.traces` (traces
+listed and read as trees a page at a time). Documents that are not stored are
 handled by the functions in :mod:`agentfolio.app.documents`; importing files by
 :mod:`agentfolio.app.imports`; the demo by :mod:`agentfolio.app.demo`.
 """
@@ -17,8 +18,10 @@ from agentfolio.settings import Settings
 
 if TYPE_CHECKING:
     from agentfolio.app.accounts import AccountService
+    from agentfolio.app.otlp import OtlpIngest
     from agentfolio.app.registry import RegistryService
     from agentfolio.app.sessions import SessionService
+    from agentfolio.app.traces import TraceService
     from agentfolio.store import Store
 
 __all__ = ["DEFAULT_ACCOUNT", "Agentfolio"]
@@ -34,12 +37,14 @@ class Agentfolio:
         from agentfolio.app.accounts import AccountService
         from agentfolio.app.registry import RegistryService
         from agentfolio.app.sessions import SessionService
+        from agentfolio.app.traces import TraceService
 
         self.store = store
         self.settings: Settings = store.settings
         self.accounts: AccountService = AccountService(store)
         self.sessions: SessionService = SessionService(store)
         self.registry: RegistryService = RegistryService(store)
+        self.traces: TraceService = TraceService(store)
         self._owned = owned
 
     @classmethod
@@ -47,6 +52,12 @@ class Agentfolio:
         from agentfolio.store import Store
 
         return cls(Store.open(settings or Settings.from_env()))
+
+    def otlp_ingest(self, *, max_bytes: int, queue_size: int) -> OtlpIngest:
+        """A receiver of OTLP span batches into this store (one per server: it holds the queue)."""
+        from agentfolio.app.otlp import OtlpIngest
+
+        return OtlpIngest(self.store, max_bytes=max_bytes, queue_size=queue_size)
 
     def sweep_blobs(self) -> Any:
         """Remove stored blobs no entry points at (safe beside running writers)."""

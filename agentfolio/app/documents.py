@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentfolio.app.span_files import FORMAT_NAME as SPAN_FILE
 from agentfolio.app.span_files import SpanFile, looks_like_span_file, read_span_file
 from agentfolio.formats import registry
 from agentfolio.formats.base import ReadResult
-from agentfolio.formats.convert import Conversion, ConvertOptions, convert
 from agentfolio.formats.errors import FormatError, Problem, refuse_if_invalid
 from agentfolio.formats.jsonio import DEFAULT_MAX_BYTES, gc_paused, parse_json, read_bytes
+
+if TYPE_CHECKING:
+    from agentfolio.formats.convert import Conversion
 
 __all__ = [
     "SPAN_FILE",
@@ -90,6 +92,9 @@ def one_conversation(spans: SpanFile, *, strict: bool = False) -> ReadResult:
 
 def convert_read(result: ReadResult, to: str, *, strict: bool = False) -> Conversion:
     """A session already read, converted; losses point into the document it was read from."""
+    # Imported here: validating a file needs neither conversions nor the model.
+    from agentfolio.formats.convert import ConvertOptions, convert
+
     return convert(result.session, to=to, from_=result.format, origin=result.origin,
                    options=ConvertOptions(strict=strict))
 

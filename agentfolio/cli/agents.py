@@ -21,6 +21,7 @@ from agentfolio.cli.output import stdout as _stdout
 from agentfolio.errors import AgentfolioError
 
 if TYPE_CHECKING:
+    from agentfolio.app import Agentfolio
     from agentfolio.app.registry import Principal
 
 __all__ = ["register"]
@@ -33,17 +34,13 @@ def register(app: typer.Typer) -> None:
     app.add_typer(agents_app, name="agents")
 
 
-def _open_store() -> Any:
-    return open_folio().store
-
-
 SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "info": "dim"}
 
 
-def _principal(store: Any, account: str) -> Principal:
+def _principal(folio: Agentfolio, account: str) -> Principal:
     from agentfolio.app.registry import Principal
 
-    found = store.accounts.get(account)
+    found = folio.accounts.get(account)
     if found is None:
         fail(f"no account named {account!r} (create one with: agentfolio token create --account {account})")
     return Principal(found)
@@ -56,12 +53,12 @@ def list_command(
     limit: int = typer.Option(100, "--limit", min=1, max=100, help="Agents to show (newest first)."),
 ) -> None:
     """List agents: id, name, status, instances."""
-    store = _open_store()
+    folio = open_folio()
     try:
-        from agentfolio.app.registry import AgentGet, AgentList, PageRequest, RegistryService, Sorting
+        from agentfolio.app.registry import AgentGet, AgentList, PageRequest, Sorting
 
-        principal = _principal(store, account)
-        service = RegistryService(store)
+        principal = _principal(folio, account)
+        service = folio.registry
         try:
             page = service.list_agents(principal, AgentList(page=PageRequest(0, limit, Sorting("id", "desc"))))
         except AgentfolioError as error:
@@ -89,7 +86,7 @@ def list_command(
         else:
             _stdout().print("no agents yet (create one with POST /api/v1/agent)", highlight=False)
     finally:
-        store.close()
+        folio.close()
 
 
 @agents_app.command("risk")
@@ -99,13 +96,11 @@ def risk_command(
     as_json: bool = typer.Option(False, "--json", help="Print the roll-up as JSON."),
 ) -> None:
     """Risk roll-up of an agent and of each of its schema versions: actions, data, flags."""
-    store = _open_store()
+    folio = open_folio()
     try:
-        principal = _principal(store, account)
+        principal = _principal(folio, account)
         try:
-            from agentfolio.app.registry import RegistryService
-
-            report = RegistryService(store).agent_risk(principal, agent).model_dump(mode="json")
+            report = folio.registry.agent_risk(principal, agent).model_dump(mode="json")
         except AgentfolioError as error:
             fail(error.message)
         if as_json:
@@ -113,7 +108,7 @@ def risk_command(
             return
         _print_report(report)
     finally:
-        store.close()
+        folio.close()
 
 
 def _print_report(report: dict[str, Any]) -> None:
@@ -164,18 +159,15 @@ def token_command(
     label: Optional[str] = typer.Option(None, "--label", help="A note to tell tokens apart."),
 ) -> None:
     """Create a deployment-scoped token: the SDK then omits agent_id and environment_id."""
-    store = _open_store()
+    folio = open_folio()
     try:
-        principal = _principal(store, account)
+        principal = _principal(folio, account)
         try:
-            from agentfolio.app.registry import RegistryService
-
-            made = RegistryService(store).create_deployment_token(principal, agent, environment=environment,
-                                                                   label=label)
+            made = folio.registry.create_deployment_token(principal, agent, environment=environment, label=label)
         except AgentfolioError as error:
             fail(error.message)
     finally:
-        store.close()
+        folio.close()
     sys.stdout.write(made.token + "\n")
     _stderr().print(f"deployment token for agent {made.agent_id} in environment {made.environment_id}: "
                  "keep it, it is not shown again", highlight=False)

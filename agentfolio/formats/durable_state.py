@@ -26,22 +26,27 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import ValidationError
 
 from agentfolio import _json
 from agentfolio._json import json_type
-from agentfolio.formats import durable_lowering
-from agentfolio.formats.base import FunctionFormat, ReadResult
+from agentfolio.formats.base import FunctionFormat, ReadResult, read_lazily
 from agentfolio.formats.errors import FormatError, Problem, UnsupportedVersionError, json_pointer, refuse_if_invalid
 from agentfolio.formats.jsonio import gc_paused, parse_json
-from agentfolio.formats.losses import ConvertOptions
 from agentfolio.formats.schema_check import check
-from agentfolio.model import DURABLE_CONTENT_KINDS, ENTRY_KINDS, OpaqueEntry, Session
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from agentfolio.formats.losses import ConvertOptions, Lowered, Origin
+    from agentfolio.model import Session
 
 NAME = "durable-state"
+# The entry $type values durable state defines (agentfolio.model.ENTRY_KINDS, spelled here
+# so that checking a file never loads the model; a test keeps the two the same).
+ENTRY_TYPES = frozenset({"request", "response", "errorResponse", "compaction"})
 
 # Microsoft's schema for every known version (see the module docstring).
 SCHEMA_FILE = "durable-agent-entity-state.json"
@@ -131,7 +136,7 @@ def _unknown_entries(document: dict[str, Any]) -> list[Problem]:
     notes = []
     for index, entry in enumerate(history if isinstance(history, list) else ()):
         kind = entry.get("$type", None) if isinstance(entry, dict) else None
-        if kind not in ENTRY_KINDS and isinstance(entry, dict):
+        if kind not in ENTRY_TYPES and isinstance(entry, dict):
             what = f"entry $type {_json.dumps(kind).decode()}" if "$type" in entry else "an entry without $type"
             notes.append(Problem(f"/data/conversationHistory/{index}" + ("/$type" if "$type" in entry else ""),
                                  f"{what} is not one this release knows; kept whole, as read"))
@@ -181,15 +186,23 @@ def _read(document: Any, *, strict: bool, source: str | None) -> ReadResult:
     except FormatError as error:
         raise (error.with_source(source) if source else error) from None
     refuse_if_invalid(problems, strict=strict, source=source)
-    try:
-        session = Session.model_validate(document)
-    except ValidationError as error:
-        raise _model_error(error, source) from None
-    history = document["data"].get("conversationHistory") if isinstance(document.get("data"), dict) else None
-    if isinstance(history, list):
-        for entry, entry_source in zip(session.entries, history, strict=False):
-            entry.remember_source(entry_source)
-    return ReadResult(session=session, format=NAME, version=version.text, problems=problems, notes=notes)
+
+    def build() -> Session:
+        from pydantic import ValidationError
+
+        from agentfolio.model import Session
+
+        try:
+            session = Session.model_validate(document)
+        except ValidationError as error:
+            raise _model_error(error, source) from None
+        history = document["data"].get("conversationHistory") if isinstance(document.get("data"), dict) else None
+        if isinstance(history, list):
+            for entry, entry_source in zip(session.entries, history, strict=False):
+                entry.remember_source(entry_source)
+        return session
+
+    return read_lazily(build, document, NAME, version=version.text, problems=problems, notes=notes)
 
 
 def read_bytes(data: bytes | str, *, strict: bool = True, source: str | None = None) -> ReadResult:
@@ -204,6 +217,10 @@ def write(session: Session) -> dict[str, Any]:
     (a memory, a tool catalog...): those are converted, with a loss report, by
     ``agentfolio.formats.convert``, not written under a ``$type`` no reader knows.
     """
+    document = session.document_read_as(NAME)
+    if document is not None:
+        return document if next(iter(document)) == "schemaVersion" else {
+            "schemaVersion": document["schemaVersion"], **document}
     foreign = _non_durable_kinds(session)
     if foreign:
         pointer, kind = foreign[0]
@@ -230,6 +247,8 @@ def looks_like(document: Any) -> bool:
 
 
 def _non_durable_kinds(session: Session) -> list[tuple[str, str]]:
+    from agentfolio.model import DURABLE_CONTENT_KINDS, ENTRY_KINDS, OpaqueEntry
+
     found = []
     for entry_index, entry in enumerate(session.entries):
         if entry.source is not None:
@@ -259,10 +278,17 @@ def _is_union_step(step: Any) -> bool:
     return "[" in text or text.endswith(("Content", "Entry")) or text.startswith("function-")
 
 
+def lower(session: Session, *, origin: Origin | None = None, options: ConvertOptions | None = None) -> Lowered:
+    """The session reduced to what durable state holds (see durable_lowering)."""
+    from agentfolio.formats import durable_lowering
+
+    return durable_lowering.lower(session, origin=origin, options=options)
+
+
 def problems(document: Any) -> list[Problem]:
     """Every schema violation (a version we cannot read is a FormatError)."""
     return validate(document)[1]
 
 
 FORMAT = FunctionFormat(NAME, "Microsoft Agent Framework durable agent state", looks_like, problems, read, write,
-                        durable_lowering.lower)
+                        lower, reuse_documents=False)

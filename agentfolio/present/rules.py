@@ -322,6 +322,25 @@ def human_size(size: float | None) -> str:
     return f"{value:,.1f} GB"  # pragma: no cover
 
 
+def human_duration(seconds: float | None) -> str:
+    """A duration for people: ``850 ms``, ``12.5 s``, ``4 min 05 s``, ``3 h 02 min``, ``2 d 4 h``."""
+    if seconds is None or seconds != seconds or seconds < 0:
+        return ""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 59.95:
+        return f"{seconds:.1f} s"
+    if seconds > 1e12:
+        return "over 30,000 years"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes:02d} min"
+    return f"{hours // 24:,} d {hours % 24} h"
+
+
 def _json_text(value: object) -> str:
     from agentfolio import _json
 

@@ -15,7 +15,7 @@ from agentfolio.store.blobs import BlobStore, open_blob_store
 from agentfolio.store.engine import create_engine, migrate
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, StoreError, VersionConflict
 from agentfolio.store.registry import RegistryStore
-from agentfolio.store.sessions import Appended, Created, SessionInfo, Sessions
+from agentfolio.store.sessions import Appended, Created, SessionInfo, Sessions, SessionStore
 from agentfolio.store.tokens import Tokens
 
 
@@ -28,8 +28,8 @@ class Store:
         self.blobs = blobs
         self.accounts = Accounts(engine)
         self.tokens = Tokens(engine)
-        self.sessions = Sessions(engine, blobs, settings)
-        self.registry = RegistryStore(engine)
+        self.sessions = SessionStore(engine, blobs, settings)
+        self.registry = RegistryStore(engine, idempotency_window=settings.idempotency_window)
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, run_migrations: bool = True) -> Store:
@@ -54,4 +54,4 @@ class Store:
 
 
 __all__ = ["Account", "Accounts", "AlreadyExists", "Appended", "Created", "InvalidInput", "NotFound",
-           "SessionInfo", "Sessions", "Store", "StoreError", "VersionConflict"]
+           "SessionInfo", "SessionStore", "Sessions", "Store", "StoreError", "VersionConflict"]

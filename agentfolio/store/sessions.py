@@ -11,7 +11,7 @@ import re
 import secrets
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC
 from typing import Any
 
@@ -19,11 +19,15 @@ import sqlalchemy as sa
 from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.elements import ColumnElement
 
 from agentfolio import _json
 from agentfolio.formats import durable_state
+from agentfolio.formats.base import ReadResult
 from agentfolio.formats.errors import FormatError, Problem, json_pointer
 from agentfolio.model import Entry
+from agentfolio.present.activity import EntryFacts, SessionFacts, entry_facts, response_latencies, session_facts
+from agentfolio.present.search import entry_text, search_text
 from agentfolio.settings import Settings
 from agentfolio.store.accounts import Account
 from agentfolio.store.blob_refs import keep_blobs, point_at_blobs
@@ -33,18 +37,21 @@ from agentfolio.store.documents import (
     assemble,
     head_with_history,
     pack_entry,
-    search_text,
     split_document,
     unpack_body,
 )
 from agentfolio.store.engine import read_transaction, write_transaction
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, VersionConflict
+from agentfolio.store.scope import AccountScope
 from agentfolio.store.tables import entries, sessions
 
 SESSION_ID = re.compile(r"[A-Za-z0-9@][A-Za-z0-9._:@-]{0,199}")
 SESSION_ID_RULE = "1-200 letters, digits, '.', '_', ':', '@' or '-', starting with a letter, digit or '@'"
 _ENTRY = TypeAdapter(Entry)
 _INSERT_BATCH = 1000
+#: How the facts a session row carries were counted (present.activity); a row counted
+#: otherwise, or not at all (written before they were kept), is counted again when listed.
+FACTS_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +66,16 @@ class SessionInfo:
     first_activity_at: float | None
     last_activity_at: float | None
     expires_at: float | None
+    #: What the sessions list shows of it (first user message, tokens, failures), counted
+    #: when it was written; None when read without them.
+    facts: SessionFacts | None = None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from the history's first time to its last, when it has two."""
+        if self.first_activity_at is None or self.last_activity_at is None:
+            return None
+        return self.last_activity_at - self.first_activity_at
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "agent": self.agent, "schemaVersion": self.schema_version,
@@ -92,38 +109,131 @@ def iso(moment: float | None) -> str | None:
 _INFO_COLUMNS = (sessions.c.pk, sessions.c.id, sessions.c.agent, sessions.c.schema_version, sessions.c.version,
                  sessions.c.entry_count, sessions.c.created_at, sessions.c.updated_at,
                  sessions.c.first_activity_at, sessions.c.last_activity_at)
+_COUNTS = ("input_tokens", "output_tokens", "total_tokens", "usage_responses", "tool_calls", "failed_tools", "errors")
+_FACT_COLUMNS = (sessions.c.first_user_text, *(sessions.c[name] for name in _COUNTS), sessions.c.facts_version)
+#: How the sessions list may be ordered: a name for each column people sort by.
+SORTS: dict[str, Any] = {
+    "updated": sessions.c.updated_at,
+    "created": sessions.c.created_at,
+    "first_activity": sa.func.coalesce(sessions.c.first_activity_at, sessions.c.created_at),
+    "last_activity": sa.func.coalesce(sessions.c.last_activity_at, sessions.c.updated_at),
+    "duration": sessions.c.last_activity_at - sessions.c.first_activity_at,
+    "entries": sessions.c.entry_count,
+    "tokens": sessions.c.total_tokens,
+    "errors": sessions.c.errors,
+    "failed_tools": sessions.c.failed_tools,
+    "agent": sessions.c.agent,
+    "id": sessions.c.id,
+}
 
 
-class Sessions:
+#: Most tokens one entry counts for in the stored sums: any record's usage sums without
+#: overflowing a 64-bit column (2**31 entries of this many), however large it claims to be.
+TOKEN_CAP = 2**32
+
+
+def _capped(count: int | None) -> int | None:
+    return None if count is None else max(0, min(count, TOKEN_CAP))
+
+
+def _entry_counts(facts: EntryFacts, latency: float | None) -> dict[str, Any]:
+    """An entry row's counted columns (NULL rather than 0, so rows stay small)."""
+    return {"latency": latency, "input_tokens": _capped(facts.input_tokens),
+            "output_tokens": _capped(facts.output_tokens), "total_tokens": _capped(facts.total_tokens),
+            "tool_calls": facts.tool_calls or None,
+            "failed_tools": facts.failed_tools or None, "errors": facts.errors or None,
+            "roles": facts.roles_text[:100] or None}
+
+
+def _session_counts(total: SessionFacts) -> dict[str, Any]:
+    # Sums capped well inside 64 bits, so appends (each entry capped at TOKEN_CAP) never overflow.
+    return {"first_user_text": total.first_user_text,
+            **{name: max(0, min(getattr(total, name), 2**62)) for name in _COUNTS}, "facts_version": FACTS_VERSION}
+
+
+def _latest_request(facts: Sequence[EntryFacts]) -> float | None:
+    return next((item.at for item in reversed(facts) if item.kind == "request" and item.at is not None), None)
+
+
+class SessionStore:
+    """Every account's sessions: :meth:`of` opens one account's repository; :meth:`expire`
+    removes idle sessions of every account (by time alone, it names no account's rows)."""
+
     def __init__(self, engine: Engine, blobs: BlobStore, settings: Settings) -> None:
         self.engine = engine
         self.blobs = blobs
         self.settings = settings
 
+    def of(self, account: Account) -> Sessions:
+        """The sessions of ``account``, and only those."""
+        return Sessions(self, account)
+
+    def expire(self, now: float | None = None) -> int:
+        """Remove every session idle past the time-to-live; how many were removed."""
+        cutoff = _cutoff(self.settings, now)
+        if cutoff is None:
+            return 0
+        return _delete_sessions(self.engine, sa.select(sessions.c.pk).where(sessions.c.updated_at < cutoff))
+
+
+def _cutoff(settings: Settings, now: float | None = None) -> float | None:
+    """Sessions last written before this moment have expired (None: they never do)."""
+    ttl = settings.session_ttl
+    return None if ttl <= 0 else (now if now is not None else time.time()) - ttl
+
+
+def _delete_sessions(engine: Engine, chosen: sa.Select[Any]) -> int:
+    """Delete the sessions whose pks ``chosen`` selects, a hundred per transaction."""
+    removed = 0
+    while True:
+        with write_transaction(engine) as connection:
+            pks = list(connection.execute(chosen.limit(100)).scalars())
+            if not pks:
+                return removed
+            connection.execute(sa.delete(entries).where(entries.c.session_pk.in_(pks)))
+            connection.execute(sa.delete(sessions).where(sessions.c.pk.in_(pks)))
+        removed += len(pks)
+
+
+class Sessions:
+    """One account's sessions.  Opened by :meth:`SessionStore.of`; every statement on
+    ``sessions`` is built by the account's :class:`AccountScope`, and entries are reached
+    only through a session row found that way."""
+
+    def __init__(self, shared: SessionStore, account: Account) -> None:
+        self.engine = shared.engine
+        self.blobs = shared.blobs
+        self.settings = shared.settings
+        self.account = account
+        self.scope = AccountScope(account.pk)
+
     # -- helpers --------------------------------------------------------------------------
 
-    def _cutoff(self, now: float | None = None) -> float | None:
-        ttl = self.settings.session_ttl
-        return None if ttl <= 0 else (now if now is not None else time.time()) - ttl
-
-    def _visible(self, account: Account, session_id: str) -> Any:
-        condition = sa.and_(sessions.c.account_pk == account.pk, sessions.c.id == session_id)
-        cutoff = self._cutoff()
+    def _visible(self, session_id: str) -> ColumnElement[bool]:
+        """This account's session ``session_id``, unless it has expired."""
+        condition = sa.and_(self.scope.owns(sessions), sessions.c.id == session_id)
+        cutoff = _cutoff(self.settings)
         return condition if cutoff is None else sa.and_(condition, sessions.c.updated_at >= cutoff)
 
     def _info(self, row: Any) -> SessionInfo:
         ttl = self.settings.session_ttl
+        mapping = row._mapping
+        facts = None
+        if mapping.get("facts_version") == FACTS_VERSION:
+            facts = SessionFacts(first_user_text=row.first_user_text, **{name: mapping[name] for name in _COUNTS})
         return SessionInfo(id=row.id, agent=row.agent, schema_version=row.schema_version, version=row.version,
                            entry_count=row.entry_count, created_at=row.created_at, updated_at=row.updated_at,
                            first_activity_at=row.first_activity_at, last_activity_at=row.last_activity_at,
-                           expires_at=row.updated_at + ttl if ttl > 0 else None)
+                           expires_at=row.updated_at + ttl if ttl > 0 else None, facts=facts)
 
-    def _insert_entries(self, connection: Connection, session_pk: int, first: int, packed: list[PackedEntry]) -> None:
+    def _insert_entries(self, connection: Connection, session_pk: int, first: int, packed: list[PackedEntry],
+                        counted: Sequence[tuple[EntryFacts, float | None]]) -> None:
         """The entries and the blobs they point at: the blobs' bytes are stored first."""
         references = keep_blobs(connection, self.blobs, session_pk, first, packed)
         rows = [{"session_pk": session_pk, "position": first + index, "kind": entry.kind,
-                 "created_at": entry.created_at, "body": entry.body, "blobs": entry.blob_refs, "text": entry.text}
-                for index, entry in enumerate(packed)]
+                 "created_at": entry.created_at, "body": entry.body, "blobs": entry.blob_refs, "text": entry.text,
+                 **_entry_counts(*counts)}
+                for index, (entry, counts) in enumerate(zip(packed, counted, strict=True))]
         for start in range(0, len(rows), _INSERT_BATCH):
             connection.execute(sa.insert(entries), rows[start:start + _INSERT_BATCH])
         point_at_blobs(connection, references)
@@ -134,104 +244,178 @@ class Sessions:
 
     # -- reading --------------------------------------------------------------------------
 
-    def info(self, account: Account, session_id: str) -> SessionInfo:
+    def info(self, session_id: str) -> SessionInfo:
         with read_transaction(self.engine) as connection:
-            row = connection.execute(sa.select(*_INFO_COLUMNS).where(self._visible(account, session_id))).first()
+            row = connection.execute(sa.select(*_INFO_COLUMNS, *_FACT_COLUMNS)
+                                     .where(self._visible(session_id))).first()
         if row is None:
             raise NotFound(f"no session {session_id!r}")
         return self._info(row)
 
-    def get_bytes(self, account: Account, session_id: str) -> tuple[SessionInfo, bytes]:
+    def get_bytes(self, session_id: str) -> tuple[SessionInfo, bytes]:
         """The session's durable state as JSON bytes, exactly as written, and its info."""
-        return self._read(account, session_id, None)
+        return self._read(session_id, None)
 
-    def get_window(self, account: Account, session_id: str, start: int, stop: int) -> tuple[SessionInfo, bytes]:
+    def get_window(self, session_id: str, start: int, stop: int) -> tuple[SessionInfo, bytes]:
         """The durable state with only the entries at positions ``start`` to ``stop`` in its
         history, and its info: one screen of a session, read through the entries' primary
         key, so it costs the same at any length."""
-        return self._read(account, session_id, (max(0, start), max(0, stop)))
+        return self._read(session_id, (max(0, start), max(0, stop)))
 
-    def _read(self, account: Account, session_id: str, window: tuple[int, int] | None) -> tuple[SessionInfo, bytes]:
+    def _read(self, session_id: str, window: tuple[int, int] | None) -> tuple[SessionInfo, bytes]:
         for _ in range(2):
             try:
-                return self._get_bytes(account, session_id, window)
+                return self._get_bytes(session_id, window)
             except BlobMissing:
                 # A reset or delete committed after our snapshot and the sweep took the
                 # blobs it no longer needed: read the session as it is now.
                 continue
-        return self._get_bytes(account, session_id, window)
+        return self._get_bytes(session_id, window)
 
-    def _get_bytes(self, account: Account, session_id: str,
-                   window: tuple[int, int] | None = None) -> tuple[SessionInfo, bytes]:
+    def _get_bytes(self, session_id: str, window: tuple[int, int] | None = None) -> tuple[SessionInfo, bytes]:
         with self.engine.connect() as connection:
             if connection.dialect.name == "postgresql":
                 # The session row and its entries from one snapshot.
                 connection.execution_options(isolation_level="REPEATABLE READ")
             with connection.begin():
                 row = connection.execute(sa.select(*_INFO_COLUMNS, sessions.c.head, sessions.c.history_at)
-                                         .where(self._visible(account, session_id))).first()
+                                         .where(self._visible(session_id))).first()
                 if row is None:
                     raise NotFound(f"no session {session_id!r}")
                 chosen = sa.select(entries.c.body, entries.c.blobs).where(entries.c.session_pk == row.pk)
                 if window is not None:
                     chosen = chosen.where(entries.c.position >= window[0], entries.c.position < window[1])
                 bodies = connection.execute(chosen.order_by(entries.c.position)).all()
+        account_pk = self.account.pk
+
         def fetch(digest: str) -> bytes:
             try:
                 return self.blobs.get(content_key(digest))
             except BlobMissing:
                 pass
             try:  # stored before blobs were content-addressed, and not moved yet by the sweep
-                return self.blobs.get(legacy_key(account.pk, row.pk, digest))
+                return self.blobs.get(legacy_key(account_pk, row.pk, digest))
             except BlobMissing:
                 return self.blobs.get(content_key(digest))  # moved meanwhile
 
         parts = (body if refs is None else unpack_body(body, refs, fetch) for body, refs in bodies)
         return self._info(row), assemble(row.head, row.history_at, parts)
 
-    def get_document(self, account: Account, session_id: str) -> tuple[SessionInfo, dict[str, Any]]:
-        info, data = self.get_bytes(account, session_id)
+    def get_document(self, session_id: str) -> tuple[SessionInfo, dict[str, Any]]:
+        info, data = self.get_bytes(session_id)
         return info, _json.loads(data)
 
-    def exists_source(self, account: Account, source_hash: str) -> str | None:
+    def exists_source(self, source_hash: str) -> str | None:
         """The id of the session imported from a file with this SHA-256, if any."""
         with read_transaction(self.engine) as connection:
-            return connection.execute(sa.select(sessions.c.id).where(sessions.c.account_pk == account.pk,
-                                                                     sessions.c.source_hash == source_hash)
-                                      ).scalar_one_or_none()
+            return connection.execute(self.scope.select(sessions, sessions.c.id)
+                                      .where(sessions.c.source_hash == source_hash)).scalar_one_or_none()
 
-    def list(self, account: Account | None, *, agent: str | None = None, since: float | None = None,
-             until: float | None = None, text: str | None = None, limit: int = 50,
-             offset: int = 0) -> list[SessionInfo]:
-        """Sessions newest-written first; ``since``/``until`` match the history's own times,
-        ``text`` any message text (case-insensitive substring)."""
-        query = sa.select(*_INFO_COLUMNS)
-        if account is not None:
-            query = query.where(sessions.c.account_pk == account.pk)
-        cutoff = self._cutoff()
+    def list(self, *, agent: str | None = None, since: float | None = None, until: float | None = None,
+             text: str | None = None, agent_contains: str | None = None, sort: str = "updated",
+             descending: bool = True, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
+        """Sessions newest-written first (or by ``sort``, one of :data:`SORTS`), each with
+        its counted facts; ``since``/``until`` match the history's own times, ``text`` any
+        message text and ``agent_contains`` part of the agent's name (both case-insensitive)."""
+        order = SORTS.get(sort, SORTS["updated"])
+        order = order.desc().nulls_last() if descending else order.asc().nulls_last()
+        query = (self.scope.select(sessions, *_INFO_COLUMNS, *_FACT_COLUMNS)
+                 .where(*self._filters(agent=agent, since=since, until=until, text=text,
+                                       agent_contains=agent_contains))
+                 .order_by(order, sessions.c.id).limit(limit).offset(offset))
+        with read_transaction(self.engine) as connection:
+            rows = connection.execute(query).all()
+        if any(row.facts_version != FACTS_VERSION for row in rows):
+            for row in rows:
+                if row.facts_version != FACTS_VERSION:
+                    self._count_facts(row.pk, row.id)
+            with read_transaction(self.engine) as connection:
+                rows = connection.execute(query).all()
+        return [self._info(row) for row in rows]
+
+    def _count_facts(self, session_pk: int, session_id: str) -> None:
+        """Count a session written before its facts were kept (or counted by older rules):
+        read it whole once, then write its entries' facts and its own."""
+        try:
+            info, data = self._read(session_id, None)
+            session = durable_state.read_bytes(data, strict=False, source=session_id).session
+        except (NotFound, FormatError):
+            return
+        total, per_entry, latencies = session_facts(session)
+        if len(per_entry) != info.entry_count:
+            return
+        with write_transaction(self.engine) as connection:
+            counted = connection.execute(sa.update(sessions).where(sessions.c.pk == session_pk,
+                                                                   sessions.c.version == info.version)
+                                         .values(last_request_at=_latest_request(per_entry), **_session_counts(total)))
+            if counted.rowcount != 1:
+                return  # written meanwhile: the next list counts it again
+            # Bound names other than the columns' own (SQLAlchemy keeps those for itself).
+            rows = [{"at": position, **{"new_" + name: value for name, value in _entry_counts(facts, latency).items()}}
+                    for position, (facts, latency) in enumerate(zip(per_entry, latencies, strict=True))]
+            names = _entry_counts(EntryFacts(kind="?"), None)
+            statement = (sa.update(entries).where(entries.c.session_pk == session_pk,
+                                                  entries.c.position == sa.bindparam("at"))
+                         .values({name: sa.bindparam("new_" + name) for name in names}))
+            for start in range(0, len(rows), _INSERT_BATCH):
+                connection.execute(statement, rows[start:start + _INSERT_BATCH])
+
+    def count(self, *, agent: str | None = None, since: float | None = None, until: float | None = None,
+              text: str | None = None, agent_contains: str | None = None) -> int:
+        """How many sessions :meth:`list` would page through with the same filters."""
+        query = self.scope.count(sessions).where(
+            *self._filters(agent=agent, since=since, until=until, text=text, agent_contains=agent_contains))
+        with read_transaction(self.engine) as connection:
+            return int(connection.execute(query).scalar_one())
+
+    def _filters(self, *, agent: str | None, since: float | None, until: float | None, text: str | None,
+                 agent_contains: str | None) -> tuple[Any, ...]:
+        """Conditions on this account's sessions (the caller's statement is scoped)."""
+        conditions = []
+        cutoff = _cutoff(self.settings)
         if cutoff is not None:
-            query = query.where(sessions.c.updated_at >= cutoff)
+            conditions.append(sessions.c.updated_at >= cutoff)
         if agent is not None:
             # No stored agent holds a NUL (create refuses it; PostgreSQL could not store it).
-            query = query.where(sa.false() if "\x00" in agent else sessions.c.agent == agent)
+            conditions.append(sa.false() if "\x00" in agent else sessions.c.agent == agent)
+        if agent_contains:
+            conditions.append(sa.false() if "\x00" in agent_contains else
+                              sa.func.lower(sessions.c.agent).like(_contains(agent_contains.lower()), escape="\\"))
         activity_end = sa.func.coalesce(sessions.c.last_activity_at, sessions.c.updated_at)
         activity_start = sa.func.coalesce(sessions.c.first_activity_at, sessions.c.created_at)
         if since is not None:
-            query = query.where(activity_end >= since)
+            conditions.append(activity_end >= since)
         if until is not None:
-            query = query.where(activity_start <= until)
+            conditions.append(activity_start <= until)
         if text:
-            pattern = "%" + search_text(text).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            query = query.where(sa.exists().where(entries.c.session_pk == sessions.c.pk,
-                                                  entries.c.text.like(pattern, escape="\\")))
-        query = query.order_by(sessions.c.updated_at.desc(), sessions.c.id).limit(limit).offset(offset)
-        with read_transaction(self.engine) as connection:
-            return [self._info(row) for row in connection.execute(query)]
+            conditions.append(sa.exists().where(entries.c.session_pk == sessions.c.pk,
+                                                entries.c.text.like(_contains(search_text(text)), escape="\\")))
+        return tuple(conditions)
 
-    def iter_all(self, account: Account | None = None) -> Iterator[SessionInfo]:
+    def match_snippets(self, session_ids: Sequence[str], text: str,
+                       width: int = 160) -> dict[str, str]:
+        """For each session, the text around the first place ``text`` occurs in its messages."""
+        needle = search_text(text)
+        if not needle or not session_ids:
+            return {}
+        found: dict[str, str] = {}
+        with read_transaction(self.engine) as connection:
+            chosen = self.scope.select(sessions, sessions.c.id, sessions.c.pk).where(
+                sessions.c.id.in_(list(session_ids)))
+            keys: dict[str, int] = {row.id: row.pk for row in connection.execute(chosen)}
+            for session_id, session_pk in keys.items():
+                row = connection.execute(
+                    sa.select(entries.c.body, entries.c.blobs, entries.c.text)
+                    .where(entries.c.session_pk == session_pk, entries.c.text.like(_contains(needle), escape="\\"))
+                    .order_by(entries.c.position).limit(1)).first()
+                if row is not None:
+                    found[session_id] = _snippet(row, needle, width, self.settings.search_text_limit)
+        return found
+
+    def iter_all(self) -> Iterator[SessionInfo]:
         offset = 0
         while True:
-            page = self.list(account, limit=500, offset=offset)
+            page = self.list(limit=500, offset=offset)
             yield from page
             if len(page) < 500:
                 return
@@ -239,7 +423,7 @@ class Sessions:
 
     # -- writing --------------------------------------------------------------------------
 
-    def create(self, account: Account, document: Any, *, session_id: str | None = None, agent: str | None = None,
+    def create(self, document: Any, *, session_id: str | None = None, agent: str | None = None,
                source_hash: str | None = None, strict: bool = True) -> Created:
         """Store a durable state as a new session at version 1."""
         if session_id is not None and not SESSION_ID.fullmatch(session_id):
@@ -248,49 +432,54 @@ class Sessions:
             raise InvalidInput("agent must be 1-200 characters")
         if agent is not None and "\x00" in agent:
             raise InvalidInput("agent must not contain NUL characters")
-        problems = check_document(document, strict=strict)
+        read = check_document(document, strict=strict)
+        problems = read.problems
         head, history_at, history = split_document(document)
         packed = [self._pack(entry) for entry in history]
+        total, per_entry, latencies = session_facts(read.session)
+        if len(per_entry) != len(packed):  # not one model entry per JSON entry: count what was read
+            per_entry = [EntryFacts(kind=entry.kind or "?", at=entry.created_at) for entry in packed]
+            latencies = [None] * len(packed)
         times = [entry.created_at for entry in packed if entry.created_at is not None]
         now = time.time()
         session_id = session_id or secrets.token_hex(16)
         schema_version = document.get("schemaVersion")
         try:
             with write_transaction(self.engine) as connection:
-                session_pk = connection.execute(sa.insert(sessions).values(
-                    account_pk=account.pk, id=session_id, agent=agent,
+                session_pk = connection.execute(self.scope.insert(sessions).values(
+                    id=session_id, agent=agent,
                     schema_version=schema_version if isinstance(schema_version, str) else None,
                     head=head, history_at=history_at, version=1, entry_count=len(packed), created_at=now,
                     updated_at=now, first_activity_at=min(times, default=None),
                     last_activity_at=max(times, default=None), source_hash=source_hash,
+                    last_request_at=_latest_request(per_entry), **_session_counts(total),
                 ).returning(sessions.c.pk)).scalar_one()
-                self._insert_entries(connection, session_pk, 0, packed)
+                self._insert_entries(connection, session_pk, 0, packed, list(zip(per_entry, latencies, strict=True)))
         except IntegrityError:
-            self._purge_expired_id(account, session_id)
-            if source_hash is not None and self.exists_source(account, source_hash):
+            self._purge_expired_id(session_id)
+            if source_hash is not None and self.exists_source(source_hash):
                 raise AlreadyExists("this document was already imported") from None
             raise AlreadyExists(f"a session {session_id!r} already exists") from None
-        return Created(self.info(account, session_id), problems)
+        return Created(self.info(session_id), problems)
 
-    def _purge_expired_id(self, account: Account, session_id: str) -> None:
+    def _purge_expired_id(self, session_id: str) -> None:
         """An id taken only by an expired session is freed (then the caller may retry)."""
-        cutoff = self._cutoff()
+        cutoff = _cutoff(self.settings)
         if cutoff is not None:
-            self._delete_where(sa.and_(sessions.c.account_pk == account.pk, sessions.c.id == session_id,
-                                       sessions.c.updated_at < cutoff))
+            _delete_sessions(self.engine, self.scope.select(sessions, sessions.c.pk).where(
+                sessions.c.id == session_id, sessions.c.updated_at < cutoff))
 
-    def append(self, account: Account, session_id: str, entry: Any, *, expected_version: int | None,
-               strict: bool = True) -> Appended:
+    def append(self, session_id: str, entry: Any, *, expected_version: int | None, strict: bool = True) -> Appended:
         """Add one entry at the end of the history: one INSERT and one guarded UPDATE.
 
         ``expected_version`` is the version the caller read (``None``: whatever it is now).
         """
         if not isinstance(entry, dict):
             raise InvalidInput("an entry must be a JSON object", pointer="")
-        return self.append_many(account, session_id, [entry], expected_version=expected_version, strict=strict)
+        return self.append_many(session_id, [entry], expected_version=expected_version, strict=strict)
 
-    def append_many(self, account: Account, session_id: str, new_entries: Sequence[Any], *,
-                    expected_version: int | None, strict: bool = True) -> Appended:
+    def append_many(self, session_id: str, new_entries: Sequence[Any], *, expected_version: int | None,
+                    strict: bool = True) -> Appended:
         """Add entries at the end of the history together (a request and its response), as one write:
         the version goes up by one, and no other writer's entry can land between them.
 
@@ -317,38 +506,59 @@ class Sessions:
                 (sessions.c.last_activity_at.is_(None), latest),
                 (sessions.c.last_activity_at < latest, latest),
                 else_=sessions.c.last_activity_at)
-        condition = self._visible(account, session_id)
+        condition = self._visible(session_id)
         if expected_version is not None:
             condition = sa.and_(condition, sessions.c.version == expected_version)
         with write_transaction(self.engine) as connection:
             # The guarded UPDATE takes the row lock and says where the entries go, in one
             # round trip; anything refused below rolls it back with the transaction.
             row = connection.execute(sa.update(sessions).where(condition).values(**values)
-                                     .returning(*_INFO_COLUMNS, sessions.c.history_at)).first()
+                                     .returning(*_INFO_COLUMNS, sessions.c.history_at, sessions.c.last_request_at)
+                                   ).first()
             if row is None:
-                current = connection.execute(sa.select(sessions.c.version).where(self._visible(account, session_id))
+                current = connection.execute(sa.select(sessions.c.version).where(self._visible(session_id))
                                              ).scalar_one_or_none()
                 if current is None:
                     raise NotFound(f"no session {session_id!r}")
                 raise VersionConflict(session_id, expected_version if expected_version is not None else -1, current)
             problems: list[Problem] = []
+            facts: list[EntryFacts] = []
             for index, entry in enumerate(new_entries):
                 prefix = "" if len(new_entries) == 1 else f"/{index}"
-                problems.extend(Problem(prefix + p.pointer, p.message)
-                                for p in check_entry(entry, row.schema_version, strict=strict, prefix=prefix))
+                found, model = check_entry(entry, row.schema_version, strict=strict, prefix=prefix)
+                problems.extend(Problem(prefix + p.pointer, p.message) for p in found)
+                facts.append(entry_facts(model))
+            latencies = response_latencies(facts, row.last_request_at)
+            connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk)
+                               .values(**self._added_counts(facts)))
             if row.history_at is None:
                 head = connection.execute(sa.select(sessions.c.head).where(sessions.c.pk == row.pk)).scalar_one()
                 new_head, history_at = head_with_history(head, None)
                 connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk)
                                    .values(head=new_head, history_at=history_at))
             position = row.entry_count - len(packed)
-            self._insert_entries(connection, row.pk, position, packed)
+            self._insert_entries(connection, row.pk, position, packed, list(zip(facts, latencies, strict=True)))
         return Appended(self._info(row), position, problems)
 
-    def reset(self, account: Account, session_id: str, *, expected_version: int | None = None) -> SessionInfo:
+    @staticmethod
+    def _added_counts(facts: Sequence[EntryFacts]) -> dict[str, Any]:
+        """The session row's counts after appending entries with these facts."""
+        added = SessionFacts()
+        for item in facts:
+            added.add(replace(item, input_tokens=_capped(item.input_tokens), output_tokens=_capped(item.output_tokens),
+                              total_tokens=_capped(item.total_tokens)))
+        values: dict[str, Any] = {name: sessions.c[name] + getattr(added, name) for name in _COUNTS}
+        if added.first_user_text is not None:
+            values["first_user_text"] = sa.func.coalesce(sessions.c.first_user_text, added.first_user_text)
+        latest = _latest_request(facts)
+        if latest is not None:
+            values["last_request_at"] = latest
+        return values
+
+    def reset(self, session_id: str, *, expected_version: int | None = None) -> SessionInfo:
         """Empty the session: ``{"schemaVersion": ..., "data": {"conversationHistory": []}}``."""
         with write_transaction(self.engine) as connection:
-            row = self._locked(connection, account, session_id, expected_version)
+            row = self._locked(connection, session_id, expected_version)
             version = row.schema_version or durable_state.DEFAULT_VERSION
             head, history_at, _ = split_document({"schemaVersion": version, "data": {"conversationHistory": []}})
             connection.execute(sa.delete(entries).where(entries.c.session_pk == row.pk))
@@ -356,59 +566,60 @@ class Sessions:
             # a write racing with this one may point at the same bytes.
             done = connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk).values(
                 version=sessions.c.version + 1, entry_count=0, head=head, history_at=history_at,
-                schema_version=version, updated_at=time.time(), first_activity_at=None, last_activity_at=None)
+                schema_version=version, updated_at=time.time(), first_activity_at=None, last_activity_at=None,
+                last_request_at=None, **_session_counts(SessionFacts()))
                 .returning(*_INFO_COLUMNS)).one()
         return self._info(done)
 
-    def delete(self, account: Account, session_id: str, *, expected_version: int | None = None) -> None:
+    def delete(self, session_id: str, *, expected_version: int | None = None) -> None:
         with write_transaction(self.engine) as connection:
-            row = self._locked(connection, account, session_id, expected_version)
+            row = self._locked(connection, session_id, expected_version)
             connection.execute(sa.delete(entries).where(entries.c.session_pk == row.pk))
             connection.execute(sa.delete(sessions).where(sessions.c.pk == row.pk))
 
-    def _locked(self, connection: Connection, account: Account, session_id: str,
-                expected_version: int | None) -> Any:
+    def _locked(self, connection: Connection, session_id: str, expected_version: int | None) -> Any:
         row = connection.execute(sa.select(sessions.c.pk, sessions.c.version, sessions.c.schema_version)
-                                 .where(self._visible(account, session_id)).with_for_update()).first()
+                                 .where(self._visible(session_id)).with_for_update()).first()
         if row is None:
             raise NotFound(f"no session {session_id!r}")
         if expected_version is not None and row.version != expected_version:
             raise VersionConflict(session_id, expected_version, row.version)
         return row
 
-    def expire(self, now: float | None = None) -> int:
-        """Remove every session idle past the time-to-live; how many were removed."""
-        cutoff = self._cutoff(now)
-        if cutoff is None:
-            return 0
-        return self._delete_where(sessions.c.updated_at < cutoff)
 
-    def _delete_where(self, condition: Any) -> int:
-        removed = 0
-        while True:
-            with write_transaction(self.engine) as connection:
-                rows = connection.execute(sa.select(sessions.c.pk, sessions.c.account_pk).where(condition)
-                                          .limit(100)).all()
-                if not rows:
-                    return removed
-                pks = [row.pk for row in rows]
-                connection.execute(sa.delete(entries).where(entries.c.session_pk.in_(pks)))
-                connection.execute(sa.delete(sessions).where(sessions.c.pk.in_(pks)))
-            removed += len(rows)
+def _contains(text: str) -> str:
+    """A LIKE pattern matching ``text`` anywhere (its own wildcards escaped)."""
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def check_document(document: Any, *, strict: bool) -> list[Problem]:
-    """Refuse what is not a readable durable state; the schema problems a tolerant read kept."""
+def _snippet(row: Any, needle: str, width: int, text_limit: int) -> str:
+    """The text around ``needle`` in an entry: as written when its body holds all of it,
+    else from the lower-cased search text."""
+    text = row.text
+    if row.blobs is None:
+        written = entry_text(_json.loads(row.body), text_limit, lower=False)
+        if len(search_text(written)) == len(text):  # same places, so the match is at the same offset
+            text = written
+    at = max(0, search_text(text).find(needle))
+    begin = max(0, at - width // 3)
+    end = min(len(text), max(at + len(needle), begin + width))
+    shown = " ".join(text[begin:end].split())
+    return ("…" if begin else "") + shown + ("…" if end < len(text) else "")
+
+
+def check_document(document: Any, *, strict: bool) -> ReadResult:
+    """Refuse what is not a readable durable state; what was read, with the schema
+    problems a tolerant read kept."""
     try:
-        result = durable_state.read(document, strict=strict)
+        return durable_state.read(document, strict=strict)
     except FormatError as error:
         raise InvalidInput(error.message, pointer=error.pointer, problems=error.problems) from None
-    return result.problems
 
 
 def check_entry(entry: dict[str, Any], schema_version: str | None, *, strict: bool,
-                prefix: str = "") -> list[Problem]:
-    """Check one entry against its session's schema version, as if it were the whole history.
+                prefix: str = "") -> tuple[list[Problem], Any]:
+    """Check one entry against its session's schema version, as if it were the whole
+    history; its problems and the entry as read.
 
     ``prefix`` is where the entry sits in what was posted, for the pointer of a refusal."""
     version = schema_version or durable_state.DEFAULT_VERSION
@@ -424,9 +635,9 @@ def check_entry(entry: dict[str, Any], schema_version: str | None, *, strict: bo
         raise InvalidInput(f"{problems[0].message}{more}", pointer=prefix + problems[0].pointer,
                            problems=[Problem(prefix + p.pointer, p.message) for p in problems])
     try:
-        _ENTRY.validate_python(entry)
+        model = _ENTRY.validate_python(entry)
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         path = [step for step in first["loc"] if isinstance(step, int) or "[" not in str(step)]
         raise InvalidInput(f"cannot read entry: {first['msg']}", pointer=prefix + json_pointer(path)) from None
-    return problems
+    return problems, model
