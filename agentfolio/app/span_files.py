@@ -12,11 +12,13 @@ viewer see what ``agentfolio serve`` would have stored.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from agentfolio.formats.errors import FormatError, Problem
-from agentfolio.otel.conversation import FoundConversation, conversations
-from agentfolio.otel.decode import OtelSpan, OtlpError, decode_request
-from agentfolio.otel.mapping import map_spans
+
+if TYPE_CHECKING:
+    from agentfolio.otel.conversation import FoundConversation
+    from agentfolio.otel.decode import OtelSpan
 
 __all__ = ["FORMAT_NAME", "SpanFile", "looks_like_span_file", "read_span_file"]
 
@@ -52,12 +54,16 @@ def looks_like_span_file(data: bytes) -> bool:
 def read_span_file(data: bytes, *, source: str | None = None) -> SpanFile:
     """Every request of the file decoded, its spans mapped and joined into conversations.
     FormatError only when nothing in it is an OTLP trace request."""
+    # Imported here: checking an ordinary file never loads protobuf or the OTel mapping.
+    from agentfolio.otel.conversation import conversations
+    from agentfolio.otel.decode import OtlpError, decode_request
+    from agentfolio.otel.mapping import map_spans
+
     found = SpanFile(source)
     spans: dict[tuple[str, str], OtelSpan] = {}
-    try:
-        chunks = [(0, data)] if _one_document(data) else list(_lines(data))
-    except OtlpError as error:
-        raise FormatError(error.message, source=source, pointer="") from None
+    chunks = [(0, data)] if _one_document(data) else _lines(data)
+    if not chunks:
+        raise FormatError("the file is empty", source=source, pointer="")
     for line, chunk in chunks:
         where = f"line {line}: " if line else ""
         try:
@@ -94,7 +100,4 @@ def _one_document(data: bytes) -> bool:
 
 
 def _lines(data: bytes) -> list[tuple[int, bytes]]:
-    lines = [(number, line) for number, line in enumerate(data.split(b"\n"), 1) if line.strip()]
-    if not lines:
-        raise OtlpError("the file is empty")
-    return lines
+    return [(number, line) for number, line in enumerate(data.split(b"\n"), 1) if line.strip()]

@@ -204,6 +204,14 @@ class OtelRows(Rows):
         return self.conn.execute(self.scope.select(t_agents, t_agents.c.current_schema_version_id)
                                  .where(t_agents.c.id == agent_id)).scalar()
 
+    def newest_schema_version(self, agent_id: str) -> str | None:
+        """The agent's schema version created last (by the receiver, a run's registration, or a
+        user declaring its span types' data risk)."""
+        return self.conn.execute(self.scope.select(t_schema_versions, t_schema_versions.c.id)
+                                 .where(t_schema_versions.c.agent_id == agent_id)
+                                 .order_by(t_schema_versions.c.inserted_at.desc(), t_schema_versions.c.id.desc())
+                                 .limit(1)).scalar()
+
     def schema_version_with(self, agent_id: str, fingerprint: str) -> str | None:
         return self.conn.execute(self.scope.select(t_schema_versions, t_schema_versions.c.id).where(
             t_schema_versions.c.agent_id == agent_id, t_schema_versions.c.fingerprint == fingerprint)
@@ -444,10 +452,16 @@ class _Write:
         return {agent_id: self._declare(agent_id, seen) for agent_id, seen in names.items()}
 
     def _declare(self, agent_id: str, seen: set[str]) -> CompiledSchemaVersion:
-        compiled = self.unit.compiled(self.rows.current_schema_version(agent_id))
+        # The newest version is the base: one a user created to declare the data risk of the
+        # span types seen so far is what later traces run under (and what any new span
+        # type extends), as a Prefactor run takes the version it registers with.
+        newest = self.rows.newest_schema_version(agent_id)
+        compiled = self.unit.compiled(newest)
         declared = dict(compiled.span_types) if compiled else {}
         missing = sorted(seen - declared.keys())
         if compiled is not None and not missing:
+            if newest is not None and newest != self.rows.current_schema_version(agent_id):
+                self.rows.run_schema_version(agent_id, newest, self.stamp)
             return compiled
         for name in missing:
             declared[name] = otel_span_type(name)

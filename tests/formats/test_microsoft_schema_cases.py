@@ -17,6 +17,7 @@ import pytest
 from agentfolio import _json
 from agentfolio.formats import durable_state
 from agentfolio.formats.schema_check import bundled_schema
+from agentfolio.model import Session
 
 CASES = Path(__file__).parent.parent / "fixtures" / "durable_state" / "microsoft_schema_tests"
 SCHEMA_ID = "https://github.com/microsoft/agent-framework-durable-extension/schemas/durable-agent-entity-state.json"
@@ -134,7 +135,7 @@ def test_what_a_valid_case_holds_survives_a_round_trip(ref: str, data: Any, vali
     written = durable_state.write(read.session)
     assert exact(written) == exact(document)
     # ...and through the model's own serializer too, not only the entries' remembered JSON.
-    rebuilt = durable_state.Session.model_validate(document)
+    rebuilt = Session.model_validate(document)
     assert exact(durable_state.write(rebuilt)) == exact(document)
 
 
