@@ -12,24 +12,17 @@ from typing import Any
 import httpx
 import pytest
 
-from agentfolio.app import Agentfolio
-from agentfolio.server import create_server
 from agentfolio.settings import Settings
 from agentfolio.store import Store
-from tests.otlp_support import get, provider, spans_of
-from tests.storage import InProcessServer
+from tests.otlp_support import get, provider, serving, spans_of
 
 CHAT, TOOL, AGENT = "chat gpt-4o", "execute_tool send_email", "invoke_agent Mailer"
 
 
 @pytest.fixture
 def served(settings: Settings, store: Store) -> Iterator[tuple[str, str]]:
-    token, _ = store.accounts.create_token("governance")
-    server = InProcessServer(create_server(folio=Agentfolio(store, owned=False), viewer=False), log_level="warning")
-    try:
-        yield server.url, token
-    finally:
-        server.stop()
+    with serving(store, "governance") as found:
+        yield found
 
 
 def _run(url: str, token: str) -> str:
