@@ -13,6 +13,7 @@ from agentfolio.store.sessions import SESSION_ID, SESSION_ID_RULE, SessionInfo
 
 if TYPE_CHECKING:
     from agentfolio.formats.losses import Loss
+    from agentfolio.present.activity import ActivityPoint
     from agentfolio.store import Account, Appended, Created, Store
 
 __all__ = ["SESSION_ID", "SESSION_ID_RULE", "SESSION_SORTS", "Exported", "SessionInfo", "SessionService"]
@@ -95,6 +96,24 @@ class SessionService:
         """How many sessions :meth:`list` pages through with the same filters."""
         return self._sessions.of(account).count(agent=agent, since=since, until=until, text=text,
                                     agent_contains=agent_contains)
+
+    def find_positions(self, account: Account, session_id: str, *, text: str | None = None, show: str | None = None,
+                       start: int = 0, limit: int = 10_000) -> Sequence[int]:
+        """Positions of the entries from ``start`` on that hold ``text`` (case-insensitive)
+        and have something to show when the page shows only ``show``
+        (``present.activity.SHOW_CHOICES``): found in what the store keeps beside each
+        entry, without reading the history."""
+        return self._sessions.of(account).find_positions(session_id, text=text, show=show, start=start, limit=limit)
+
+    def agents(self, account: Account) -> Sequence[tuple[str | None, int]]:
+        """The account's agents (None: sessions without one) and their numbers of sessions."""
+        return self._sessions.of(account).agents()
+
+    def activity(self, account: Account, *, agent: str | None = None, since: float | None = None,
+                 until: float | None = None) -> Sequence[ActivityPoint]:
+        """Each timed entry of an agent's sessions (all agents' for None) counted: latency,
+        tokens, tool calls, failures, oldest first; from the counts kept beside the entries."""
+        return self._sessions.of(account).activity(agent=agent, since=since, until=until)
 
     def match_snippets(self, account: Account, session_ids: Sequence[str], text: str) -> dict[str, str]:
         """For each session id, the text around where ``text`` first occurs in its messages."""

@@ -73,14 +73,18 @@ def list_command(
 
         table = Table(box=None, highlight=False)
         table.add_column("id", no_wrap=True, min_width=32)  # whole ids, even when piped
-        for column in ("name", "external id", "status", "instances"):
+        for column in ("name", "external id", "status", "instances", "risk"):
             table.add_column(column, overflow="fold")
         table.add_column("updated", no_wrap=True, min_width=27)
+        from agentfolio.present.risk import risk_label
+
         for agent in agents:
             counts = service.get_agent(principal, AgentGet(agent["id"])).instance_counts or {}
             total = counts.get("total", 0)
+            report = service.agent_risk(principal, agent["id"])
             table.add_row(agent["id"], clean(agent["name"]), clean(agent["external_identifier"] or ""),
-                          agent["status"], str(total), agent["updated_at"])
+                          agent["status"], str(total), risk_label(report.risk_level, report.risk_score),
+                          agent["updated_at"])
         if agents:
             _stdout().print(Safe(table))
         else:
@@ -101,20 +105,26 @@ def risk_command(
         principal = _principal(folio, account)
         try:
             report = folio.registry.agent_risk(principal, agent).model_dump(mode="json")
+            profile = folio.registry.risk_profile(principal, report["agent_id"])
         except AgentfolioError as error:
             fail(error.message)
         if as_json:
             sys.stdout.write(_json.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
             return
-        _print_report(report)
+        from agentfolio.present.risk import scale_legend
+
+        _print_report(report, scale_legend(profile))
     finally:
         folio.close()
 
 
-def _print_report(report: dict[str, Any]) -> None:
+def _print_report(report: dict[str, Any], legend: list[str]) -> None:
+    from agentfolio.present.risk import display_score, risk_label
+
     name = clean(report["name"])
-    _stdout().print(f"[bold]{name}[/] {report['agent_id']} — risk profile {clean(report['risk_profile'])}",
-                 highlight=False)
+    level = risk_label(report["risk_level"], report["risk_score"])
+    _stdout().print(f"[bold]{name}[/] {report['agent_id']} — risk {level} under risk profile "
+                    f"{clean(report['risk_profile'])}", highlight=False)
     _print_rollup("agent (all schema versions)", report["rollup"])
     for version in report["schema_versions"]:
         label = f"schema version {version['id']}"
@@ -125,11 +135,17 @@ def _print_report(report: dict[str, Any]) -> None:
         _print_rollup(label, version["rollup"])
         from rich.table import Table
 
-        table = Table("span type", "score", "level", "terms", box=None, highlight=False)
+        table = Table("span type", "risk", "terms", box=None, highlight=False)
         for score in version["span_types"]:
-            terms = ", ".join(f"{t['category']}×{t['action']}={t['points']}" for t in score["terms"]) or "-"
-            table.add_row(clean(score["span_type"]), str(score["risk_score"]), score["risk_level"], clean(terms))
+            terms = ", ".join(f"{t['category']}×{t['action']}={display_score(t['points'])}" for t in score["terms"])
+            if score["risk_level"] == "unknown" and not terms:
+                terms = "declares no data risk to score"
+            table.add_row(clean(score["span_type"]), risk_label(score["risk_level"], score["risk_score"]),
+                          clean(terms or "-"))
         _stdout().print(Safe(table))
+    _stdout().print("")
+    for line in legend:
+        _stdout().print(f"[dim]{clean(line)}[/]", highlight=False, soft_wrap=True)
 
 
 def _print_rollup(label: str, rollup: dict[str, Any]) -> None:

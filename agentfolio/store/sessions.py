@@ -26,7 +26,14 @@ from agentfolio.formats import durable_state
 from agentfolio.formats.base import ReadResult
 from agentfolio.formats.errors import FormatError, Problem, json_pointer
 from agentfolio.model import Entry
-from agentfolio.present.activity import EntryFacts, SessionFacts, entry_facts, response_latencies, session_facts
+from agentfolio.present.activity import (
+    ActivityPoint,
+    EntryFacts,
+    SessionFacts,
+    entry_facts,
+    response_latencies,
+    session_facts,
+)
 from agentfolio.present.search import entry_text, search_text
 from agentfolio.settings import Settings
 from agentfolio.store.accounts import Account
@@ -392,6 +399,67 @@ class Sessions:
                                                 entries.c.text.like(_contains(search_text(text)), escape="\\")))
         return tuple(conditions)
 
+    def find_positions(self, session_id: str, *, text: str | None = None, show: str | None = None,
+                       start: int = 0, limit: int = 10_000) -> Sequence[int]:
+        """Positions of the entries from ``start`` on whose text holds ``text``
+        (case-insensitive) and that have something to show when the page shows only
+        ``show`` (``present.activity.entry_shows``), at most ``limit`` of them: found in the
+        stored search text and counts, whatever the history's length."""
+        with read_transaction(self.engine) as connection:
+            row = connection.execute(sa.select(sessions.c.pk, sessions.c.facts_version)
+                                     .where(self._visible(session_id))).first()
+        if row is None:
+            raise NotFound(f"no session {session_id!r}")
+        if show and row.facts_version != FACTS_VERSION:
+            self._count_facts(row.pk, session_id)
+        query = sa.select(entries.c.position).where(entries.c.session_pk == row.pk, entries.c.position >= start)
+        if text:
+            query = query.where(entries.c.text.like(_contains(search_text(text)), escape="\\"))
+        if show:
+            query = query.where(_shows(show))
+        with read_transaction(self.engine) as connection:
+            return list(connection.execute(query.order_by(entries.c.position).limit(limit)).scalars())
+
+    def agents(self, limit: int = 200) -> Sequence[tuple[str | None, int]]:
+        """The account's agents (None: sessions with none), each with its number of sessions,
+        most sessions first."""
+        query = (self.scope.select(sessions, sessions.c.agent, sa.func.count().label("count"))
+                 .where(*self._filters(agent=None, since=None, until=None, text=None, agent_contains=None))
+                 .group_by(sessions.c.agent).order_by(sa.desc("count"), sessions.c.agent).limit(limit))
+        with read_transaction(self.engine) as connection:
+            return [(row.agent, int(row[1])) for row in connection.execute(query)]
+
+    def activity(self, *, agent: str | None = None, since: float | None = None, until: float | None = None,
+                 limit: int = 200_000) -> Sequence[ActivityPoint]:
+        """What each timed entry of an agent's sessions (every agent's, for None) counted:
+        its time, latency, tokens, tool calls and failures, oldest first, at most ``limit``
+        of the newest.  Read from the counts kept beside the entries, never the histories."""
+        scope = self._filters(agent=agent, since=None, until=None, text=None, agent_contains=None)
+        with read_transaction(self.engine) as connection:
+            stale = connection.execute(self.scope.select(sessions, sessions.c.pk, sessions.c.id).where(
+                *scope, sa.or_(sessions.c.facts_version.is_(None), sessions.c.facts_version != FACTS_VERSION))
+                .limit(50)).all()
+        for row in stale:  # written before the counts were kept: counted once, now
+            self._count_facts(row.pk, row.id)
+        counted = sa.or_(*(entries.c[name].is_not(None) for name in (
+            "latency", "total_tokens", "tool_calls", "failed_tools", "errors")))
+        query = (self.scope.select(sessions, entries.c.created_at, entries.c.kind, entries.c.latency,
+                                   entries.c.input_tokens, entries.c.output_tokens, entries.c.total_tokens,
+                                   entries.c.tool_calls, entries.c.failed_tools, entries.c.errors)
+                 .join(entries, sessions.c.pk == entries.c.session_pk)
+                 .where(*scope, counted, entries.c.created_at.is_not(None)))
+        if since is not None:
+            query = query.where(entries.c.created_at >= since)
+        if until is not None:
+            query = query.where(entries.c.created_at <= until)
+        with read_transaction(self.engine) as connection:
+            rows = connection.execute(query.order_by(entries.c.created_at.desc()).limit(limit)).all()
+        return [ActivityPoint(at=row.created_at, kind=row.kind or "?", latency=row.latency,
+                              input_tokens=row.input_tokens or 0, output_tokens=row.output_tokens or 0,
+                              total_tokens=row.total_tokens or 0, tool_calls=row.tool_calls or 0,
+                              failed_tools=row.failed_tools or 0, errors=row.errors or 0)
+                for row in reversed(rows)]
+
     def match_snippets(self, session_ids: Sequence[str], text: str,
                        width: int = 160) -> dict[str, str]:
         """For each session, the text around the first place ``text`` occurs in its messages."""
@@ -545,8 +613,8 @@ class Sessions:
         """The session row's counts after appending entries with these facts."""
         added = SessionFacts()
         for item in facts:
-            added.add(replace(item, input_tokens=_capped(item.input_tokens), output_tokens=_capped(item.output_tokens),
-                              total_tokens=_capped(item.total_tokens)))
+            added.count(replace(item, input_tokens=_capped(item.input_tokens),
+                                output_tokens=_capped(item.output_tokens), total_tokens=_capped(item.total_tokens)))
         values: dict[str, Any] = {name: sessions.c[name] + getattr(added, name) for name in _COUNTS}
         if added.first_user_text is not None:
             values["first_user_text"] = sa.func.coalesce(sessions.c.first_user_text, added.first_user_text)
@@ -585,6 +653,21 @@ class Sessions:
         if expected_version is not None and row.version != expected_version:
             raise VersionConflict(session_id, expected_version, row.version)
         return row
+
+
+def _shows(show: str) -> Any:
+    """``present.activity.entry_shows`` over the stored counts (a test holds the two together)."""
+    if show == "tools":
+        return sa.or_(entries.c.tool_calls > 0, entries.c.failed_tools > 0, _has_role("tool"))
+    if show == "errors":
+        return sa.or_(entries.c.errors > 0, entries.c.failed_tools > 0)
+    if show.startswith("role:"):
+        return _has_role(show[5:])
+    return sa.false()
+
+
+def _has_role(role: str) -> Any:
+    return ("," + sa.func.coalesce(entries.c.roles, "") + ",").like(_contains("," + role + ","), escape="\\")
 
 
 def _contains(text: str) -> str:

@@ -18,7 +18,6 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote, urlencode
 
@@ -38,6 +37,7 @@ from agentfolio.app.traces import (
     TraceRows,
 )
 from agentfolio.errors import AgentfolioError
+from agentfolio.present.durations import duration_label, moment_label, offset_label
 from agentfolio.web import html
 from agentfolio.web.trace_files import FileTrace, SpanNode, SpanValidation, Trace, build_trace, trace_from_document
 
@@ -56,34 +56,6 @@ MAX_INDENT = 30
 
 
 # --------------------------------------------------------------------------- labels
-
-
-def duration_label(us: float | None) -> str:
-    """A duration for people: µs, ms, s, then minutes."""
-    if us is None:
-        return "—"
-    if us < 1000:
-        return f"{us:.0f} µs"
-    if us < 100_000:
-        return f"{us / 1000:.1f} ms"
-    if us < 1_000_000:
-        return f"{us / 1000:.0f} ms"
-    if us < 60_000_000:
-        return f"{us / 1_000_000:.2f} s"
-    minutes, seconds = divmod(int(us // 1_000_000), 60)
-    if minutes < 60:
-        return f"{minutes}m {seconds:02d}s"
-    return f"{minutes // 60}h {minutes % 60:02d}m"
-
-
-def moment_label(us: int | None) -> str:
-    if us is None:
-        return ""
-    try:
-        moment = datetime.fromtimestamp(us / 1_000_000, tz=UTC)
-    except (OverflowError, OSError, ValueError):
-        return str(us)
-    return f"{moment:%Y-%m-%d %H:%M:%S}.{moment.microsecond // 1000:03d} UTC"
 
 
 def css_token(text: str) -> str:
@@ -159,9 +131,7 @@ class RowView:
 
     @property
     def start_label(self) -> str:
-        if self.start is None:
-            return "—"
-        return "0" if self.start == 0 else "+" + duration_label(self.start)
+        return offset_label(self.start)
 
     @property
     def duration_label(self) -> str:
@@ -218,7 +188,7 @@ class DetailView:
         at, start = event.get("time_unix_nano"), self.otel.get("start_time_unix_nano")
         if not isinstance(at, int) or not isinstance(start, int):
             return ""
-        return "+" + duration_label(max(0, at - start) / 1000)
+        return offset_label(max(0, at - start) / 1000)
 
 
 def detail_view(detail: SpanDetail, timeline: Timeline, page_url: str) -> DetailView:
