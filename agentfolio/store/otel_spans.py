@@ -91,6 +91,9 @@ class WrittenSpans:
     agents: dict[str, tuple[int, str]] = field(default_factory=dict)
     #: (agent id, instance id) of every trace written to.
     instances: set[tuple[str, str]] = field(default_factory=set)
+    #: (agent id, schema version id) of every schema version this write created (span
+    #: types seen for the first time): governance raises the alerts they call for.
+    schema_versions: list[tuple[str, str]] = field(default_factory=list)
 
 
 def now_us() -> int:
@@ -350,6 +353,7 @@ class _Write:
         self.pk = info.account_pk
         self.stamp = now_us()
         self._ids: dict[tuple[str, str], str] = {}
+        self.created: list[tuple[str, str]] = []
 
     def _id(self, trace_id: str, span_id: str) -> str:
         key = (trace_id, span_id)
@@ -412,6 +416,7 @@ class _Write:
         self._rehome(fresh, agent_of, agents, instance_of)
         self._found_children(list(fresh))
         result.inserted = len(rows)
+        result.schema_versions = list(self.created)
         return result
 
     # -- lookups --------------------------------------------------------------------------
@@ -492,6 +497,7 @@ class _Write:
                 id=new_id, agent_id=agent_id, external_identifier="opentelemetry", fingerprint=fingerprint,
                 span_type_schemas=orjson.dumps(draft.span_type_schemas_json()), quality_schemas=b"{}",
                 inserted_at=self.stamp, updated_at=self.stamp)
+            self.created.append((agent_id, new_id))
         self.rows.run_schema_version(agent_id, new_id, self.stamp)
         compiled = CompiledSchemaVersion.from_draft(draft, new_id)
         self.registry.versions.put(compiled)

@@ -107,3 +107,7 @@ def test_otel_span_types_are_governed_like_prefactor_ones(served: tuple[str, str
     assert set(types) == {AGENT, CHAT, TOOL, "execute_tool archive"}
     assert types[TOOL]["data_risk"]["action_profile"]["external_communication"] == "allowed"
     assert set(types["execute_tool archive"]["data_risk"]["action_profile"].values()) == {"unknown"}
+    # ...and the alert its risk combination calls for is raised for the receiver's version
+    # too, as it was for the version the user created.
+    alerts = get(url, token, "/api/v1/alerts", kind="critical_risk_combination")["summaries"]
+    assert {alert["agent_schema_version_id"] for alert in alerts} == {declared["id"], extended["id"]}
