@@ -7,6 +7,7 @@ time-to-live) are invisible at once and removed by :meth:`Sessions.expire`.
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
 import time
@@ -50,6 +51,13 @@ from agentfolio.store.documents import (
 from agentfolio.store.engine import read_transaction, write_transaction
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, VersionConflict
 from agentfolio.store.scope import AccountScope
+from agentfolio.store.search import (
+    FALLBACK_SESSIONS,
+    WALK_SESSIONS,
+    SessionSearch,
+    index_entries,
+    unindex_sessions,
+)
 from agentfolio.store.tables import entries, sessions
 
 SESSION_ID = re.compile(r"[A-Za-z0-9@][A-Za-z0-9._:@-]{0,199}")
@@ -90,6 +98,33 @@ class SessionInfo:
                 "createdAt": iso(self.created_at), "updatedAt": iso(self.updated_at),
                 "firstActivityAt": iso(self.first_activity_at), "lastActivityAt": iso(self.last_activity_at),
                 "expiresAt": iso(self.expires_at)}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCursor:
+    """Where a page of the sessions list ended: the last session's write time and id,
+    written as the opaque token ``<updated_at>~<id>`` (the float's ``repr``: exact)."""
+
+    updated_at: float
+    id: str
+
+    @classmethod
+    def after(cls, info: SessionInfo) -> SessionCursor:
+        return cls(info.updated_at, info.id)
+
+    def token(self) -> str:
+        return f"{self.updated_at!r}~{self.id}"
+
+    @classmethod
+    def parse(cls, token: str) -> SessionCursor:
+        moment, _, session_id = token.partition("~")
+        try:
+            updated_at = float(moment) if len(moment) <= 40 else math.nan
+        except ValueError:
+            updated_at = math.nan
+        if not math.isfinite(updated_at) or not SESSION_ID.fullmatch(session_id):
+            raise InvalidInput("the cursor is not one a sessions list gave", pointer="")
+        return cls(updated_at, session_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +232,7 @@ def _delete_sessions(engine: Engine, chosen: sa.Select[Any]) -> int:
             pks = list(connection.execute(chosen.limit(100)).scalars())
             if not pks:
                 return removed
+            unindex_sessions(connection, pks)
             connection.execute(sa.delete(entries).where(entries.c.session_pk.in_(pks)))
             connection.execute(sa.delete(sessions).where(sessions.c.pk.in_(pks)))
         removed += len(pks)
@@ -243,6 +279,7 @@ class Sessions:
                 for index, (entry, counts) in enumerate(zip(packed, counted, strict=True))]
         for start in range(0, len(rows), _INSERT_BATCH):
             connection.execute(sa.insert(entries), rows[start:start + _INSERT_BATCH])
+        index_entries(connection, rows)
         point_at_blobs(connection, references)
 
     def _pack(self, entry: Any) -> PackedEntry:
@@ -320,17 +357,32 @@ class Sessions:
 
     def list(self, *, agent: str | None = None, since: float | None = None, until: float | None = None,
              text: str | None = None, agent_contains: str | None = None, sort: str = "updated",
-             descending: bool = True, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
+             descending: bool = True, limit: int = 50, offset: int = 0,
+             after: SessionCursor | None = None) -> list[SessionInfo]:
         """Sessions newest-written first (or by ``sort``, one of :data:`SORTS`), each with
-        its counted facts; ``since``/``until`` match the history's own times, ``text`` any
-        message text and ``agent_contains`` part of the agent's name (both case-insensitive)."""
-        order = SORTS.get(sort, SORTS["updated"])
-        order = order.desc().nulls_last() if descending else order.asc().nulls_last()
-        query = (self.scope.select(sessions, *_INFO_COLUMNS, *_FACT_COLUMNS)
-                 .where(*self._filters(agent=agent, since=since, until=until, text=text,
-                                       agent_contains=agent_contains))
-                 .order_by(order, sessions.c.id).limit(limit).offset(offset))
+        its counted facts; ``since``/``until`` match the history's own times, ``text`` the
+        words of any one entry (see ``store.search``) and ``agent_contains`` part of the
+        agent's name (case-insensitive).
+
+        ``after`` (sorted by ``updated`` only) continues after the last session of the
+        previous page: keyset paging, each page costing the same however far in.
+        """
+        column = SORTS.get(sort, SORTS["updated"])
+        order = column.desc().nulls_last() if descending else column.asc().nulls_last()
         with read_transaction(self.engine) as connection:
+            query = (self.scope.select(sessions, *_INFO_COLUMNS, *_FACT_COLUMNS)
+                     .where(*self._filters(connection, agent=agent, since=since, until=until, text=text,
+                                           agent_contains=agent_contains))
+                     .order_by(order, sessions.c.id).limit(limit).offset(offset))
+            if after is not None:
+                if column is not SORTS["updated"]:
+                    raise InvalidInput("a cursor continues a list sorted by 'updated' only", pointer="")
+                moment = sessions.c.updated_at
+                beyond, reach = (moment < after.updated_at, moment <= after.updated_at) if descending else \
+                    (moment > after.updated_at, moment >= after.updated_at)
+                # ``reach`` repeats what the OR implies, as a range the write-time index can seek to.
+                query = query.where(reach, sa.or_(beyond, sa.and_(moment == after.updated_at,
+                                                                  sessions.c.id > after.id)))
             rows = connection.execute(query).all()
         if any(row.facts_version != FACTS_VERSION for row in rows):
             for row in rows:
@@ -370,13 +422,13 @@ class Sessions:
     def count(self, *, agent: str | None = None, since: float | None = None, until: float | None = None,
               text: str | None = None, agent_contains: str | None = None) -> int:
         """How many sessions :meth:`list` would page through with the same filters."""
-        query = self.scope.count(sessions).where(
-            *self._filters(agent=agent, since=since, until=until, text=text, agent_contains=agent_contains))
         with read_transaction(self.engine) as connection:
+            query = self.scope.count(sessions).where(*self._filters(
+                connection, agent=agent, since=since, until=until, text=text, agent_contains=agent_contains))
             return int(connection.execute(query).scalar_one())
 
-    def _filters(self, *, agent: str | None, since: float | None, until: float | None, text: str | None,
-                 agent_contains: str | None) -> tuple[Any, ...]:
+    def _filters(self, connection: Connection | None = None, *, agent: str | None, since: float | None,
+                 until: float | None, text: str | None, agent_contains: str | None) -> tuple[Any, ...]:
         """Conditions on this account's sessions (the caller's statement is scoped)."""
         conditions = []
         cutoff = _cutoff(self.settings)
@@ -395,9 +447,30 @@ class Sessions:
         if until is not None:
             conditions.append(activity_start <= until)
         if text:
-            conditions.append(sa.exists().where(entries.c.session_pk == sessions.c.pk,
-                                                entries.c.text.like(_contains(search_text(text)), escape="\\")))
+            assert connection is not None, "a text search reads its index: give the connection"
+            conditions.extend(self._matching(connection, text))
         return tuple(conditions)
+
+    def _matching(self, connection: Connection, text: str) -> tuple[Any, ...]:
+        """Conditions keeping the sessions with an entry holding the words of ``text``,
+        bounded as ``store.search`` says."""
+        search = SessionSearch(connection, text)
+        if not search.words:
+            return (sa.false(),)
+        if not search.indexed:  # SQLite without FTS5: a substring, over the newest sessions only
+            return (self._newest(connection, FALLBACK_SESSIONS), sa.exists().where(
+                entries.c.session_pk == sessions.c.pk,
+                entries.c.text.like(_contains(search_text(text)), escape="\\")))
+        candidates = search.candidates()
+        if candidates is not None:
+            return (sessions.c.pk.in_(candidates),)
+        return (self._newest(connection, WALK_SESSIONS), search.per_session(sessions.c.pk))
+
+    def _newest(self, connection: Connection, count: int) -> ColumnElement[bool]:
+        """Keeps the ``count`` sessions this account wrote last."""
+        bound = connection.execute(self.scope.select(sessions, sessions.c.updated_at)
+                                   .order_by(sessions.c.updated_at.desc()).offset(count - 1).limit(1)).scalar()
+        return sa.true() if bound is None else sessions.c.updated_at >= bound
 
     def find_positions(self, session_id: str, *, text: str | None = None, show: str | None = None,
                        start: int = 0, limit: int = 10_000) -> Sequence[int]:
@@ -629,6 +702,7 @@ class Sessions:
             row = self._locked(connection, session_id, expected_version)
             version = row.schema_version or durable_state.DEFAULT_VERSION
             head, history_at, _ = split_document({"schemaVersion": version, "data": {"conversationHistory": []}})
+            unindex_sessions(connection, [row.pk])
             connection.execute(sa.delete(entries).where(entries.c.session_pk == row.pk))
             # The blobs the entries pointed at are the sweep's to collect, never removed here:
             # a write racing with this one may point at the same bytes.
@@ -642,6 +716,7 @@ class Sessions:
     def delete(self, session_id: str, *, expected_version: int | None = None) -> None:
         with write_transaction(self.engine) as connection:
             row = self._locked(connection, session_id, expected_version)
+            unindex_sessions(connection, [row.pk])
             connection.execute(sa.delete(entries).where(entries.c.session_pk == row.pk))
             connection.execute(sa.delete(sessions).where(sessions.c.pk == row.pk))
 
