@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentfolio.formats.losses import FORM_KEY
 from agentfolio.model import (
     FunctionCallContent,
     FunctionResultContent,
@@ -89,7 +90,7 @@ def is_server_call(content: object) -> bool:
 
 
 #: Properties of a server-run call that are bookkeeping, not what it did.
-_CALL_BOOKKEEPING = frozenset({"type", "id", "status", "$form"})
+_CALL_BOOKKEEPING = frozenset({"type", "id", "status", FORM_KEY})
 
 
 def server_details(call: FunctionCallContent) -> dict[str, object]:
@@ -574,8 +575,9 @@ def tools_of(session: Session) -> list[ToolInfo]:
 # Nothing a record carries is hidden: whatever has no look of its own is shown as its
 # JSON ("more properties"), in every renderer.
 
-#: Unknown properties a renderer already draws in its own way.
-DRAWN_EXTRAS = frozenset({"success", "toolName", "altText", "exception"})
+#: Unknown properties a renderer already draws in its own way, and the note of how a
+#: source spelled something (``$form``: bookkeeping, not data).
+DRAWN_EXTRAS = frozenset({"success", "toolName", "altText", "exception", FORM_KEY})
 #: Data-level properties drawn in their own way (outcomes of 2.0 states, in the shared
 #: spelling and in Microsoft's Python prototype's).
 DRAWN_DATA = frozenset({"terminalResults", "completionReceipts", "responseMailbox", "completedCorrelations"})
@@ -618,7 +620,7 @@ CONTENT_DRAWN = frozenset({"kind", "presentation", "text", "uri", "media_type", 
 
 def session_properties(session: Session) -> dict[str, Any]:
     """Session- and data-level properties not drawn elsewhere (``session``, ``truncation``...)."""
-    found = {key: value for key, value in session.extra.items() if key != "model"}
+    found = {key: value for key, value in session.extra.items() if key not in ("model", FORM_KEY)}
     if session.data is not None:
         found.update((key, value) for key, value in session.data.extra.items() if key not in DRAWN_DATA)
     return found

@@ -48,7 +48,7 @@ from agentfolio.web import html, registry_data
 from agentfolio.web import traces as trace_pages
 from agentfolio.web.charts import usage_charts
 from agentfolio.web.csrf import refuse_cross_site
-from agentfolio.web.documents import Opened, OpenedFiles, open_bytes
+from agentfolio.web.documents import Opened, OpenedFiles, open_all
 from agentfolio.web.traces import trace_from_document
 
 COOKIE = "agentfolio_session"
@@ -611,9 +611,11 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         if len(data) > MAX_UPLOAD_BYTES:
             return viewer.error(request, who, 413, "File too large",
                                 f"The viewer opens files up to {MAX_UPLOAD_BYTES:,} bytes.")
-        opened = await run_in_threadpool(open_bytes, data, name=name[:200], owner=who.owner)
-        viewer.opened.add(opened)
-        target = f"{viewer.prefix}/open/{opened.token}"
+        items = await run_in_threadpool(open_all, data, name=name[:200], owner=who.owner)
+        for opened in items:
+            viewer.opened.add(opened)
+        # A span export with several conversations opens each; the open page lists them.
+        target = f"{viewer.prefix}/open/{items[0].token}" if len(items) == 1 else f"{viewer.prefix}/open"
         if request.headers.get("hx-request"):
             return Response(status_code=204, headers={"HX-Redirect": target})
         return RedirectResponse(target, status_code=303)

@@ -16,9 +16,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentfolio.app.documents import Identified, identify_bytes
+from agentfolio.app.documents import Identified, identify_all, identify_bytes
 
-__all__ = ["Opened", "OpenedFiles", "open_bytes"]
+__all__ = ["Opened", "OpenedFiles", "open_all", "open_bytes"]
 
 
 @dataclass(kw_only=True)
@@ -31,7 +31,15 @@ class Opened(Identified):
 
 
 def open_bytes(data: bytes, *, name: str, owner: Any) -> Opened:
-    found = identify_bytes(data, name=name)
+    return _opened(identify_bytes(data, name=name), owner)
+
+
+def open_all(data: bytes, *, name: str, owner: Any) -> list[Opened]:
+    """Everything a file opens as: one item, or one per conversation of a span export."""
+    return [_opened(found, owner) for found in identify_all(data, name=name)]
+
+
+def _opened(found: Identified, owner: Any) -> Opened:
     values = {f.name: getattr(found, f.name) for f in dataclasses.fields(Identified)}
     return Opened(**values, token=secrets.token_urlsafe(16), owner=owner)
 
