@@ -76,7 +76,7 @@ def test_copy_a_single_value_and_an_id(clip: Any) -> None:
     tree.locator(".jt-leaf", has=clip.locator(".jt-index", has_text="1")).locator("button.copy-value").click()
     assert clipboard(clip) == "2.5"
     call = clip.locator('[data-kind="tool_call_request"]')
-    call.locator("summary button.copy").first.click()
+    call.locator(".call-id-line button.copy").first.click()
     assert clipboard(clip) == "call-1"
     assert call.evaluate("el => el.open") is True  # the copy did not fold the call
     clip.console.assert_clean()
