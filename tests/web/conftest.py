@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.web.browser import SCREENSHOTS, chromium, chromium_problem, running_server
+from tests.web.browser import SCREENSHOTS, chromium, chromium_problem, running_server, write_gallery
 
 
 def _unavailable(reason: str) -> None:
@@ -77,3 +77,8 @@ def page(browser: Any, server: str) -> Iterator[Any]:
         yield opened
     finally:
         context.close()
+
+
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+    """Page through the screenshots afterwards: ``test-output/screenshots/index.html``."""
+    write_gallery()
