@@ -234,6 +234,11 @@ def cancel_all() -> None:
                 process.kill()
 
 
+def shutting_down() -> bool:
+    """Whether a shutdown signal arrived (a server then answers not ready)."""
+    return _shutting_down.is_set()
+
+
 def reset_after_shutdown() -> None:
     """Accept work again (a server started anew in the same process, as tests do)."""
     _shutting_down.clear()

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from agentfolio.app.accounts import AccountService
     from agentfolio.app.registry import RegistryService
     from agentfolio.app.sessions import SessionService
+    from agentfolio.app.viewer_files import ViewerFileService
     from agentfolio.store import Store
 
 __all__ = ["DEFAULT_ACCOUNT", "Agentfolio"]
@@ -34,12 +35,14 @@ class Agentfolio:
         from agentfolio.app.accounts import AccountService
         from agentfolio.app.registry import RegistryService
         from agentfolio.app.sessions import SessionService
+        from agentfolio.app.viewer_files import ViewerFileService
 
         self.store = store
         self.settings: Settings = store.settings
         self.accounts: AccountService = AccountService(store)
         self.sessions: SessionService = SessionService(store)
         self.registry: RegistryService = RegistryService(store)
+        self.viewer_files: ViewerFileService = ViewerFileService(store)
         self._owned = owned
 
     @classmethod
@@ -47,6 +50,12 @@ class Agentfolio:
         from agentfolio.store import Store
 
         return cls(Store.open(settings or Settings.from_env()))
+
+    def readiness_problems(self) -> list[str]:
+        """What keeps this application from serving requests now (none: ready)."""
+        from agentfolio.store.health import readiness_problems
+
+        return readiness_problems(self.store)
 
     def sweep_blobs(self) -> Any:
         """Remove stored blobs no entry points at (safe beside running writers)."""

@@ -43,7 +43,7 @@ from agentfolio.formats.jsonio import gc_paused
 from agentfolio.web import agents as agent_views
 from agentfolio.web import html, registry_data
 from agentfolio.web.csrf import refuse_cross_site
-from agentfolio.web.documents import Opened, OpenedFiles, open_bytes
+from agentfolio.web.documents import Opened, OpenedFiles, OpenedStore, StoredOpenedFiles
 from agentfolio.web.traces import trace_from_document
 
 COOKIE = "agentfolio_session"
@@ -161,7 +161,7 @@ class WebViewer:
     folio: Any = None
     account: Any = None
     prefix: str = ""
-    opened: OpenedFiles = field(default_factory=OpenedFiles)
+    opened: OpenedStore = field(default_factory=OpenedFiles)
     sessions: _Lru = field(default_factory=lambda: _Lru(8))
     locks: dict[Any, threading.Lock] = field(default_factory=dict)
     locks_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -286,7 +286,7 @@ class WebViewer:
             except AgentfolioError:
                 return None
         if ref.startswith("file:"):
-            opened = self.opened.get(ref[5:], who.owner)
+            opened = self.opened.get(ref[5:], who)
             if opened is None:
                 return None
             return self.opened_source(opened) if opened.kind == "session" else opened
@@ -332,9 +332,11 @@ def _parse_local_time(value: str | None) -> float | None:
 
 
 def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "",
-                      opened: OpenedFiles | None = None) -> APIRouter:
+                      opened: OpenedStore | None = None) -> APIRouter:
     """The viewer's routes; include it in an app (``app.include_router(router)``)."""
-    viewer = WebViewer(folio=folio, account=account, prefix=prefix.rstrip("/"), opened=opened or OpenedFiles())
+    if opened is None:
+        opened = StoredOpenedFiles(folio) if folio is not None else OpenedFiles()
+    viewer = WebViewer(folio=folio, account=account, prefix=prefix.rstrip("/"), opened=opened)
     router = APIRouter(prefix=viewer.prefix, include_in_schema=False, dependencies=[Depends(refuse_cross_site)])
     for name in ("session.html", "entries_fragment.html", "sessions.html", "trace.html", "agents.html"):
         html.environment().get_template(name)  # compiled now, not on someone's first page
@@ -488,9 +490,9 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/open")
     @guarded
     async def open_page(request: Request, who: Who) -> Response:
-        return viewer.page(request, "open.html", who, nav="open",
-                           recent=viewer.opened.of_kind(who.owner, "session", "trace", "schema_version", "body",
-                                                        "body_schema", "invalid")[:20])
+        recent = await run_in_threadpool(viewer.opened.of_kind, who, "session", "trace", "schema_version", "body",
+                                         "body_schema", "invalid")
+        return viewer.page(request, "open.html", who, nav="open", recent=recent[:20])
 
     @router.post("/open")
     @guarded
@@ -513,8 +515,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         if len(data) > MAX_UPLOAD_BYTES:
             return viewer.error(request, who, 413, "File too large",
                                 f"The viewer opens files up to {MAX_UPLOAD_BYTES:,} bytes.")
-        opened = await run_in_threadpool(open_bytes, data, name=name[:200], owner=who.owner)
-        viewer.opened.add(opened)
+        opened = await run_in_threadpool(viewer.opened.open, data, name[:200], who)
         target = f"{viewer.prefix}/open/{opened.token}"
         if request.headers.get("hx-request"):
             return Response(status_code=204, headers={"HX-Redirect": target})
@@ -523,17 +524,17 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/open/{token}")
     @guarded
     async def opened_page(request: Request, who: Who, token: str, start: int = 0) -> Response:
-        opened = viewer.opened.get(token, who.owner)
+        opened = await run_in_threadpool(viewer.opened.get, token, who)
         if opened is None:
             return viewer.error(request, who, 404, "Not open any more",
-                                "Files opened in the viewer are kept in memory for a while only; open it again.")
+                                "Files opened in the viewer are kept for a day after their last look; open it again.")
         return await run_in_threadpool(_render_opened, request, who, opened, start)
 
     @router.get("/open/{token}/entries")
     @guarded
     async def opened_entries(request: Request, who: Who, token: str, start: int = 0, prefix: str = "",
                              page: int = html.PAGE_ENTRIES) -> Response:
-        opened = viewer.opened.get(token, who.owner)
+        opened = await run_in_threadpool(viewer.opened.get, token, who)
         if opened is None or opened.kind != "session":
             return HTMLResponse("", status_code=404, headers=SECURITY_HEADERS)
         return await run_in_threadpool(_entries, viewer.opened_source(opened), start, prefix, page)
@@ -541,7 +542,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/open/{token}/export.html")
     @guarded
     async def opened_export(request: Request, who: Who, token: str) -> Response:
-        opened = viewer.opened.get(token, who.owner)
+        opened = await run_in_threadpool(viewer.opened.get, token, who)
         if opened is None or opened.kind != "session":
             return viewer.error(request, who, 404, "Not open any more", "Open the file again to export it.")
         return _export(viewer.opened_source(opened))
@@ -586,7 +587,8 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         if registry_data.has_registry(viewer.folio):
             instances, pagination = await run_in_threadpool(registry_data.list_instances, viewer.folio, who.account,
                                                             agent_id=agent or None, offset=max(0, offset))
-        return viewer.page(request, "traces.html", who, nav="traces", traces=viewer.opened.of_kind(who.owner, "trace"),
+        opened_traces = await run_in_threadpool(viewer.opened.of_kind, who, "trace")
+        return viewer.page(request, "traces.html", who, nav="traces", traces=opened_traces,
                            instances=instances, pagination=pagination, agent=agent,
                            has_registry=registry_data.has_registry(viewer.folio))
 
@@ -617,7 +619,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         agents: list[dict[str, Any]] = []
         if registry_data.has_registry(viewer.folio):
             agents, _ = registry_data.list_agents(viewer.folio, who.account)
-        return {"versions": viewer.opened.of_kind(who.owner, "schema_version"), "agents": agents,
+        return {"versions": viewer.opened.of_kind(who, "schema_version"), "agents": agents,
                 "risk_badges": agent_views.risk_badges}
 
     @router.post("/agents/compat")
@@ -659,7 +661,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
             else:
                 problems.append(f"{label}: {found.name} is a {found.detected or found.kind}, not a session or a trace")
         choices = [(f"file:{item.token}", f"{item.name} (opened {item.detected})")
-                   for item in viewer.opened.of_kind(who.owner, "session", "trace")]
+                   for item in await run_in_threadpool(viewer.opened.of_kind, who, "session", "trace")]
         if viewer.folio is not None:
             stored = await run_in_threadpool(viewer.folio.sessions.list, who.account, limit=50)
             choices += [(info.id, f"{info.id}" + (f" ({info.agent})" if info.agent else "")) for info in stored]
