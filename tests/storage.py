@@ -148,6 +148,10 @@ def settings_env(settings: Settings) -> dict[str, str]:
     env["AGENTFOLIO_OTLP_QUEUE"] = str(settings.otlp_queue_size)
     env["AGENTFOLIO_BLOB_SWEEP_INTERVAL"] = str(settings.blob_sweep_interval)
     env["AGENTFOLIO_COMPAT_TIMEOUT"] = str(settings.compat_timeout)
+    env["AGENTFOLIO_MIGRATE"] = settings.migrate
+    env["AGENTFOLIO_LOG_FORMAT"] = settings.log_format
+    if settings.metrics_token:
+        env["AGENTFOLIO_METRICS_TOKEN"] = settings.metrics_token
     if settings.blob_url:
         env["AGENTFOLIO_BLOB_URL"] = settings.blob_url
     if settings.s3_endpoint_url:
@@ -160,12 +164,12 @@ class LiveServer:
     ``uvicorn --factory agentfolio.server:app_from_env``; ``cli_serve`` runs the real
     ``agentfolio serve`` command instead."""
 
-    def __init__(self, settings: Settings, *, cli_serve: bool = False) -> None:
+    def __init__(self, settings: Settings, *, cli_serve: bool = False, serve_args: tuple[str, ...] = ()) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         address = ["--host", "127.0.0.1", "--port", str(self.port)]
         if cli_serve:
-            command = [sys.executable, "-m", "agentfolio.cli", "serve", *address]
+            command = [sys.executable, "-m", "agentfolio.cli", "serve", *address, *serve_args]
             env = {**settings_env(settings), "AGENTFOLIO_LOG_LEVEL": "warning"}
         else:
             command = [sys.executable, "-m", "uvicorn", "--factory", "agentfolio.server:app_from_env", *address,
