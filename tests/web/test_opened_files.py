@@ -1,0 +1,49 @@
+"""Files opened in the viewer of a server with a store are kept in the store: a browser may
+post a file to one server and read its pages from another, and an account sees only its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from agentfolio.app import Agentfolio
+from agentfolio.server import create_server
+from agentfolio.settings import Settings
+from tests.storage import database_url, postgres_url, settings  # noqa: F401
+
+SAMPLE = Path(__file__).resolve().parents[2] / "agentfolio" / "samples" / "durable-agent-state.sample.json"
+
+
+def signed_in(folio: Agentfolio, token: str) -> TestClient:
+    client = TestClient(create_server(folio=folio), base_url="http://127.0.0.1", follow_redirects=False)
+    client.headers["Authorization"] = f"Bearer {token}"
+    return client
+
+
+@pytest.fixture
+def two_servers(settings: Settings):  # type: ignore[no-untyped-def]
+    first, second = Agentfolio.open(settings), Agentfolio.open(settings)
+    try:
+        yield first, second
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_file_opened_on_one_server_is_shown_by_another_to_its_account_only(two_servers) -> None:  # type: ignore[no-untyped-def]
+    first, second = two_servers
+    alice, _ = first.accounts.create_token("alice")
+    bob, _ = first.accounts.create_token("bob")
+    with signed_in(first, alice) as on_first, signed_in(second, alice) as on_second, \
+            signed_in(second, bob) as bob_on_second:
+        posted = on_first.post("/open", files={"file": ("sample.json", SAMPLE.read_bytes(), "application/json")})
+        assert posted.status_code == 303, posted.text
+        page = posted.headers["location"]
+        shown = on_second.get(page)
+        assert shown.status_code == 200 and "sample.json" in shown.text
+        assert on_second.get(page + "/entries?start=1").status_code == 200
+        assert "sample.json" in on_second.get("/open").text  # in the "opened recently" list of either server
+        assert bob_on_second.get(page).status_code == 404
+        assert "sample.json" not in bob_on_second.get("/open").text
