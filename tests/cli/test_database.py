@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from agentfolio.settings import Settings
-from tests.storage import database_url, postgres_url, settings, settings_env  # noqa: F401
+from tests.storage import settings_env
 
 
 def run(settings: Settings, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

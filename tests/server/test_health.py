@@ -7,10 +7,10 @@ from fastapi.testclient import TestClient
 
 from agentfolio import _deadline
 from agentfolio.app import Agentfolio
+from agentfolio.server import create_server
 from agentfolio.settings import Settings
 from agentfolio.store import Store
 from agentfolio.store.engine import migrate
-from agentfolio.server import create_server
 
 
 def client(store: Store) -> TestClient:

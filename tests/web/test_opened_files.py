@@ -11,7 +11,6 @@ from fastapi.testclient import TestClient
 from agentfolio.app import Agentfolio
 from agentfolio.server import create_server
 from agentfolio.settings import Settings
-from tests.storage import database_url, postgres_url, settings  # noqa: F401
 
 SAMPLE = Path(__file__).resolve().parents[2] / "agentfolio" / "samples" / "durable-agent-state.sample.json"
 

@@ -1,0 +1,1 @@
+from tests.storage import database_url, postgres_url, settings  # noqa: F401
