@@ -14,11 +14,14 @@ import orjson
 __all__ = ["dumps", "json_type", "loads", "too_deep"]
 
 # orjson reads an integer beyond 64 bits (below -2**63 or above 2**64 - 1) as a float and
-# refuses to write one.  Any such integer is at least 19 digits long, so a document
-# without a run of 19 digits parses with orjson alone; one with such a run (a big
-# integer, or merely a long number or digit string) is parsed again by the standard
-# library, which keeps integers exact.  The scan costs a fraction of the parse.
-_LONG_DIGIT_RUN = re.compile(rb"[0-9]{19}")
+# refuses to write one.  Any such integer is a number of at least 19 digits, which starts
+# a document or follows a ``:``, ``[`` or ``,`` (and whitespace): a document with no such
+# run parses with orjson alone; one with it (a big integer, a long number, or by chance
+# a string holding such text) is parsed again by the standard library, which keeps
+# integers exact.  Digits inside strings (hex ids, hashes) mostly do not follow those
+# characters, so real documents seldom pay for the second parse.  The scan costs a
+# fraction of the parse.
+_LONG_DIGIT_RUN = re.compile(rb"(?:^|[:\[,])[ \t\r\n]*-?[0-9]{19}")
 # Python's own limit on turning digits into an int (CVE-2020-10735): a longer integer is
 # refused, with a message, rather than raising that process-wide limit.
 _MAX_INTEGER_DIGITS = 4300

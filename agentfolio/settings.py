@@ -29,6 +29,11 @@ Every setting has a default that needs no set-up:
     The OTLP receiver (``/v1/traces``): the largest request body after decompression
     (default 32 MiB; larger is 413), and how many requests it takes at once before
     answering 429 with ``Retry-After`` (default 8).
+``AGENTFOLIO_IDEMPOTENCY_WINDOW``
+    Seconds an idempotency key of the registry API (``Idempotency-Key``, a bulk item's
+    ``idempotency_key``) is remembered: within it a replay answers again and the same key
+    with another body is refused (409); after it the key is free and a request carrying
+    it runs as new.  ``0`` remembers keys forever.  Default 86400 (one day).
 ``AGENTFOLIO_COMPAT_TIMEOUT``
     Seconds a MessageBody schema compatibility check may run before it is stopped and
     answered "too complex" (default 10).
@@ -65,6 +70,7 @@ DEFAULT_OTLP_QUEUE = 8
 DEFAULT_COMPAT_TIMEOUT = 10
 MIGRATE_CHOICES = ("auto", "off")
 LOG_FORMATS = ("text", "json")
+DEFAULT_IDEMPOTENCY_WINDOW = 24 * 3600
 # Searchable text kept per entry; the entry itself is always kept whole.
 DEFAULT_SEARCH_TEXT_LIMIT = 32 * 1024
 
@@ -99,6 +105,7 @@ class Settings:
     migrate: str = "auto"
     log_format: str = "text"
     metrics_token: str | None = None
+    idempotency_window: int = DEFAULT_IDEMPOTENCY_WINDOW
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -144,6 +151,7 @@ class Settings:
             migrate=choice("MIGRATE", MIGRATE_CHOICES),
             log_format=choice("LOG_FORMAT", LOG_FORMATS),
             metrics_token=text("METRICS_TOKEN"),
+            idempotency_window=number("IDEMPOTENCY_WINDOW", DEFAULT_IDEMPOTENCY_WINDOW),
         )
         return replace(settings, **overrides) if overrides else settings  # type: ignore[arg-type]
 

@@ -18,8 +18,19 @@ Then a sender faster than the server (``--flood`` threads posting without waitin
 one another) checks back-pressure: the server's peak resident memory and how many
 requests it answered 429.
 
+Arize Phoenix side by side, in the same run: ``phoenix serve`` (its own SQLite file in a
+fresh working folder) receives ``--phoenix-spans`` of the same spans from the same
+exporter and senders; its rate counts until its spans table holds them all (Phoenix
+answers the exporter before it processes spans, so the answers say nothing).  Phoenix
+is not a dependency of agentfolio: install it where you like (``pip install
+arize-phoenix``, best in a virtual environment of its own) and name its Python with
+``--phoenix-python`` or ``PHOENIX_PYTHON`` (default: this Python, if it can import
+``phoenix``); without it the comparison is skipped with a line saying so.  Bytes per
+span compare the SQLite files (with their write-ahead logs) after the same spans.
+
 PostgreSQL comes from ``AGENTFOLIO_TEST_POSTGRES_URL`` or ``scripts/ensure-postgres.sh``.
 Usage: python bench/otlp.py [--spans N] [--batch N] [--senders N] [--flood N] [--backends sqlite,postgresql]
+                            [--phoenix-spans N] [--phoenix-python PATH]
 """
 
 from __future__ import annotations
@@ -217,6 +228,7 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
                 previous = chunk[-1][0]
             stored = httpx.get(server.url + "/api/v1/agent_spans", params={"page_size": 1}, headers=headers,
                                timeout=120).json()["pagination"]["item_count"]
+            on_disk = sqlite_bytes(Path(folder) / "bench.sqlite3") if not database_url else None
             steady_rss = peak[0]
             baseline = bulk_baseline(server.url, headers, spans, batch, senders)
 
@@ -246,9 +258,100 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
                     "stored": stored - len(warm),
                     "failures": len(failures), "rss_mib": round(steady_rss / 1024),
                     "flood_requests": len(bodies), "flood_429": answers.count(429),
-                    "flood_ok": answers.count(200), "flood_rss_mib": round(peak[0] / 1024)}
+                    "flood_ok": answers.count(200), "flood_rss_mib": round(peak[0] / 1024),
+                    **({"bytes_per_span": round(on_disk / max(1, stored))} if on_disk else {})}
         finally:
             server.stop()
+
+
+def sqlite_bytes(path: Path) -> int:
+    """A SQLite database's size on disk, its write-ahead log included."""
+    return sum(candidate.stat().st_size for candidate in (path, path.with_name(path.name + "-wal"))
+               if candidate.exists())
+
+
+def phoenix_python(chosen: str | None) -> str | None:
+    """A Python that can import ``phoenix``: the one named, else this one if it can."""
+    for candidate in (chosen, os.environ.get("PHOENIX_PYTHON"), sys.executable):
+        if candidate and subprocess.run([candidate, "-c", "import phoenix.server"], capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
+def run_phoenix(python: str, spans: int, batch: int, senders: int) -> dict:
+    """Spans/s from the exporter until Phoenix's spans table holds them all, and its bytes per span."""
+    import sqlite3
+
+    from tests.storage import free_port
+
+    with tempfile.TemporaryDirectory() as folder:
+        port = free_port()
+        env = {**os.environ, "PHOENIX_WORKING_DIR": folder, "PHOENIX_PORT": str(port),
+               "PHOENIX_GRPC_PORT": str(free_port()), "PHOENIX_HOST": "127.0.0.1",
+               "PHOENIX_TELEMETRY_ENABLED": "false"}
+        process = subprocess.Popen([python, "-m", "phoenix.server.main", "serve"], env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 600  # a loaded machine imports Phoenix slowly
+            while True:
+                try:
+                    if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline or process.poll() is not None:
+                    return {"backend": "phoenix", "skipped": "phoenix serve did not start"}
+                time.sleep(0.5)
+            database = Path(folder) / "phoenix.db"
+
+            def count() -> int:
+                try:
+                    with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as connection:
+                        return int(connection.execute("SELECT count(*) FROM spans").fetchone()[0])
+                except sqlite3.Error:
+                    return 0
+
+            warm = make_spans(SPANS_PER_TRACE * 4, seed=1)
+            OTLPSpanExporter(endpoint=url + "/v1/traces").export(warm)
+            while count() < len(warm) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            prepared = make_spans(spans, seed=2)
+            batches = [prepared[i:i + batch] for i in range(0, len(prepared), batch)]
+            cursor = iter(batches)
+            lock = threading.Lock()
+
+            def send() -> None:
+                exporter = OTLPSpanExporter(endpoint=url + "/v1/traces", timeout=120)
+                while True:
+                    with lock:
+                        chunk = next(cursor, None)
+                    if chunk is None:
+                        return
+                    exporter.export(chunk)
+
+            began = time.perf_counter()
+            threads = [threading.Thread(target=send) for _ in range(senders)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            target = len(warm) + spans
+            limit = time.monotonic() + max(600.0, spans / 5)
+            while (done := count()) < target and time.monotonic() < limit:
+                time.sleep(0.2)
+            elapsed = time.perf_counter() - began
+            stored = done - len(warm)
+            return {"backend": "phoenix", "spans": stored, "seconds": round(elapsed, 2),
+                    "spans_per_s": round(stored / elapsed, 1),
+                    "bytes_per_span": round(sqlite_bytes(database) / max(1, done))}
+        finally:
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def main() -> None:
@@ -258,7 +361,11 @@ def main() -> None:
     parser.add_argument("--senders", type=int, default=4)
     parser.add_argument("--flood", type=int, default=64, help="requests posted at once in the back-pressure check")
     parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--phoenix-spans", type=int, default=2_000,
+                        help="spans sent to Arize Phoenix (0: skip it); it makes ~60 spans/s queryable")
+    parser.add_argument("--phoenix-python", help="a Python that can import phoenix (default: PHOENIX_PYTHON, this one)")
     args = parser.parse_args()
+    ours: dict[str, dict] = {}
     for backend in args.backends.split(","):
         if backend == "postgresql":
             url = postgres_url()
@@ -275,13 +382,29 @@ def main() -> None:
                 connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
             separator = "&" if "?" in url else "?"
             try:
-                print(run_backend(backend, f"{url}{separator}options=-csearch_path%3D{schema}", args.spans,
-                                  args.batch, args.senders, args.flood), flush=True)
+                ours[backend] = run_backend(backend, f"{url}{separator}options=-csearch_path%3D{schema}",
+                                            args.spans, args.batch, args.senders, args.flood)
+                print(ours[backend], flush=True)
             finally:
                 with admin.begin() as connection:
                     connection.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
         else:
-            print(run_backend(backend, "", args.spans, args.batch, args.senders, args.flood), flush=True)
+            ours[backend] = run_backend(backend, "", args.spans, args.batch, args.senders, args.flood)
+            print(ours[backend], flush=True)
+    if args.phoenix_spans <= 0:
+        return
+    python = phoenix_python(args.phoenix_python)
+    if python is None:
+        print({"backend": "phoenix", "skipped": "arize-phoenix is not installed: pip install arize-phoenix "
+                                                "(in any virtual environment) and pass --phoenix-python"})
+        return
+    phoenix = run_phoenix(python, args.phoenix_spans, args.batch, args.senders)
+    print(phoenix, flush=True)
+    if "spans_per_s" in phoenix:
+        print({"versus_phoenix": {backend: {"rate": round(result["spans_per_s"] / max(0.1, phoenix["spans_per_s"]), 1),
+                                            **({"bytes": round(result["bytes_per_span"] / phoenix["bytes_per_span"], 2)}
+                                               if "bytes_per_span" in result else {})}
+                                  for backend, result in ours.items()}}, flush=True)
 
 
 if __name__ == "__main__":

@@ -152,6 +152,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
     env["AGENTFOLIO_LOG_FORMAT"] = settings.log_format
     if settings.metrics_token:
         env["AGENTFOLIO_METRICS_TOKEN"] = settings.metrics_token
+    env["AGENTFOLIO_IDEMPOTENCY_WINDOW"] = str(settings.idempotency_window)
     if settings.blob_url:
         env["AGENTFOLIO_BLOB_URL"] = settings.blob_url
     if settings.s3_endpoint_url:

@@ -38,7 +38,7 @@ def test_the_dependency_table_in_the_docs_is_current() -> None:
 PROBE = """
 import json, sys
 from agentfolio.cli import main
-sys.argv = ["agentfolio", *ARGS]
+sys.argv = ["agentfolio", *json.loads(ARGS)]
 try:
     main()
 except SystemExit:
@@ -50,9 +50,23 @@ sys.stderr.write("\\nMODULES=" + json.dumps(sorted(sys.modules)) + "\\n")
 @pytest.mark.parametrize("args", [["validate", str(SAMPLE)], ["show", str(SAMPLE)],
                                   ["convert", str(SAMPLE), "--to", "envelope"], ["--help"]])
 def test_file_commands_import_nothing_heavy(args: list[str]) -> None:
-    probe = PROBE.replace("ARGS", json.dumps(args).strip("[]"))
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    modules = json.loads(done.stderr.rsplit("MODULES=", 1)[1])
+    modules = _modules_after(args)
     loaded = sorted({heavy for heavy in HEAVY for module in modules
                      if module == heavy or module.startswith(heavy + ".")})
     assert loaded == [], f"`agentfolio {args[0]}` imported {loaded}"
+
+
+def _modules_after(args: list[str]) -> list[str]:
+    probe = PROBE.replace("ARGS", repr(json.dumps(args)))
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert "Usage:" not in done.stderr and "Error" not in done.stderr, done.stderr[:500]
+    return json.loads(done.stderr.rsplit("MODULES=", 1)[1])
+
+
+def test_validate_checks_a_file_without_building_the_model_or_loading_rich() -> None:
+    # What a pre-commit hook pays per file: the format's own checks, never pydantic (the
+    # model is built on first use, and only when needed), nor Rich for a one-line report.
+    modules = _modules_after(["validate", str(SAMPLE)])
+    loaded = sorted({top for top in ("pydantic", "rich", "agentfolio.model", "agentfolio.formats.losses")
+                     for module in modules if module == top or module.startswith(top + ".")})
+    assert loaded == []

@@ -4,7 +4,8 @@ layer (and the pure domain below it), never the store directly.
 ``Agentfolio.open(settings)`` opens the store the settings name and gives each area a
 service: :attr:`Agentfolio.sessions` (store, read, export in any format, append...),
 :attr:`Agentfolio.accounts` (accounts and tokens), :attr:`Agentfolio.registry` (the agent
-registry: agents, schema versions, instances, spans). Documents that are not stored are
+registry: agents, schema versions, instances, spans), :attr:`Agentfolio.traces` (traces
+listed and read as trees a page at a time). Documents that are not stored are
 handled by the functions in :mod:`agentfolio.app.documents`; importing files by
 :mod:`agentfolio.app.imports`; the demo by :mod:`agentfolio.app.demo`.
 """
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from agentfolio.app.accounts import AccountService
     from agentfolio.app.registry import RegistryService
     from agentfolio.app.sessions import SessionService
+    from agentfolio.app.traces import TraceService
     from agentfolio.app.viewer_files import ViewerFileService
     from agentfolio.store import Store
 
@@ -35,6 +37,7 @@ class Agentfolio:
         from agentfolio.app.accounts import AccountService
         from agentfolio.app.registry import RegistryService
         from agentfolio.app.sessions import SessionService
+        from agentfolio.app.traces import TraceService
         from agentfolio.app.viewer_files import ViewerFileService
 
         self.store = store
@@ -43,6 +46,7 @@ class Agentfolio:
         self.sessions: SessionService = SessionService(store)
         self.registry: RegistryService = RegistryService(store)
         self.viewer_files: ViewerFileService = ViewerFileService(store)
+        self.traces: TraceService = TraceService(store)
         self._owned = owned
 
     @classmethod

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentfolio.formats import registry
 from agentfolio.formats.base import ReadResult
-from agentfolio.formats.convert import Conversion, ConvertOptions, convert
 from agentfolio.formats.errors import FormatError, Problem
 from agentfolio.formats.jsonio import DEFAULT_MAX_BYTES, gc_paused, parse_json, read_bytes
+
+if TYPE_CHECKING:
+    from agentfolio.formats.convert import Conversion
 
 __all__ = [
     "DocumentReport",
@@ -53,6 +55,9 @@ def read_file(path: str | os.PathLike[str], *, strict: bool = False, format_name
 
 def convert_read(result: ReadResult, to: str, *, strict: bool = False) -> Conversion:
     """A session already read, converted; losses point into the document it was read from."""
+    # Imported here: validating a file needs neither conversions nor the model.
+    from agentfolio.formats.convert import ConvertOptions, convert
+
     return convert(result.session, to=to, from_=result.format, origin=result.origin,
                    options=ConvertOptions(strict=strict))
 

@@ -8,14 +8,15 @@ past that, :meth:`OtlpIngest.admit` says no and the receiver answers 429 with
 ``Retry-After``, which OTLP exporters honour by backing off.  Spans are written by one
 writer at a time (decoding runs in parallel before it).
 
-Storage is one call, :meth:`OtlpIngest._store_spans` (the registry's span tables
-through :class:`agentfolio.store.otel_spans.OtelSpans`).  A request is answered once its
-spans are stored (queryable).  Conversations follow in the background: each session a
-request touched is marked, and one worker rebuilds every marked session whole from all
-of its stored spans, so spans arriving out of order or re-sent still give one session
-holding each message once, and a conversation streamed over many requests is rebuilt
-once per round rather than once per request.  The marks are bounded
-(:data:`MAX_PENDING_SESSIONS`): past that, ingest waits for the worker.
+A request is answered once its spans and its conversations are stored (queryable), so
+nothing waits in one process's memory: a request that fails is retried by its exporter,
+and any server may take the retry.  Conversations grow incrementally: each session keeps
+where its conversation stands (:class:`~agentfolio.otel.conversation.ConversationState`,
+stored beside it), and the spans a request adds are matched against it, so only their
+new messages are appended and no earlier span is read again.  The session is built
+again from all of its spans only when the new spans cannot simply follow (one that
+started earlier, spans stored by another request meanwhile, a session changed since, a
+note to make); re-sent spans whose session is behind rebuild it too.
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentfolio.otel.conversation import build_session
+from agentfolio.otel.conversation import ConversationState, build_session, continue_conversation
 from agentfolio.otel.decode import Encoding, decode_request, decompress
 from agentfolio.otel.mapping import MappedSpan, map_spans
 from agentfolio.settings import DEFAULT_OTLP_MAX_BYTES, DEFAULT_OTLP_QUEUE
 from agentfolio.store import Account, Store
-from agentfolio.store.errors import AlreadyExists, NotFound
-from agentfolio.store.otel_spans import OtelSpans, StoreUnavailable, WrittenSpans
+from agentfolio.store.errors import AlreadyExists, NotFound, VersionConflict
+from agentfolio.store.otel_spans import ConversationRecord, OtelSpans, StoreUnavailable, WrittenSpans
 
 __all__ = ["RETRY_AFTER_SECONDS", "IngestResult", "OtlpIngest", "StoreUnavailable"]
 
@@ -40,8 +41,8 @@ log = logging.getLogger("agentfolio.otlp")
 
 #: Seconds an exporter is asked to wait when the queue is full.
 RETRY_AFTER_SECONDS = 1
-#: Sessions waiting to be rebuilt before ingest waits for the worker.
-MAX_PENDING_SESSIONS = 10_000
+#: Attempts at extending one conversation when another writer changed its session meanwhile.
+SESSION_ATTEMPTS = 3
 
 
 @dataclass(slots=True)
@@ -64,10 +65,6 @@ class OtlpIngest:
         self._admitted = 0
         self._lock = threading.Lock()
         self._writer = threading.Lock()
-        self._pending: dict[tuple[int, str], Account] = {}
-        self._pending_changed = threading.Condition()
-        self._rebuilding = False
-        self._worker: threading.Thread | None = None
 
     # -- admission ------------------------------------------------------------------------
 
@@ -98,9 +95,12 @@ class OtlpIngest:
         mapped = map_spans(decoded.spans)
         with self._writer:
             written = self._store_spans(account, mapped) if mapped else WrittenSpans()
+            llm = {m.session_id for m in mapped if m.is_llm}
+            for session_id, payloads in written.added.items():
+                self._extend_session(account, session_id, payloads, has_messages=session_id in llm)
+            for session_id in sorted(written.resent - written.added.keys()):
+                self._extend_session(account, session_id, [], has_messages=session_id in llm)
         sessions = sorted(written.sessions)
-        if sessions:
-            self._mark(account, sessions)
         message = "; ".join(decoded.rejected[:5])
         if len(decoded.rejected) > 5:
             message += f"; and {len(decoded.rejected) - 5} more"
@@ -110,72 +110,80 @@ class OtlpIngest:
         """The one call into the registry store (kept here so it can be re-pointed)."""
         return self.spans.write(account, mapped)
 
-    # -- conversations, in the background -------------------------------------------------
-
-    def _mark(self, account: Account, sessions: list[str]) -> None:
-        with self._pending_changed:
-            while len(self._pending) + len(sessions) > MAX_PENDING_SESSIONS and self._pending:
-                self._pending_changed.wait(1.0)
-            for session_id in sessions:
-                self._pending[(account.pk, session_id)] = account
-            if self._worker is None or not self._worker.is_alive():
-                self._worker = threading.Thread(target=self._rebuild_forever, name="otlp-sessions", daemon=True)
-                self._worker.start()
-            self._pending_changed.notify_all()
-
-    def _rebuild_forever(self) -> None:
-        while True:
-            with self._pending_changed:
-                while not self._pending:
-                    self._pending_changed.wait()
-                batch, self._pending = self._pending, {}
-                self._rebuilding = True
-            try:
-                for (_, session_id), account in batch.items():
-                    try:
-                        self._rebuild_session(account, session_id)
-                    except Exception:  # one conversation must not stop the others; the next span retries it
-                        log.exception("rebuilding session %s failed", session_id)
-            finally:
-                with self._pending_changed:
-                    self._rebuilding = False
-                    self._pending_changed.notify_all()
-
     def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Wait until every marked session is rebuilt (for tests and one-shot imports)."""
-        import time
-
-        deadline = time.monotonic() + timeout
-        with self._pending_changed:
-            while self._pending or self._rebuilding:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._pending_changed.wait(left)
+        """Conversations are stored before :meth:`export` answers: nothing is ever pending."""
         return True
 
-    def _rebuild_session(self, account: Account, session_id: str) -> None:
+    # -- conversations --------------------------------------------------------------------
+
+    def _extend_session(self, account: Account, session_id: str, added: list[dict[str, Any]], *,
+                        has_messages: bool) -> None:
+        """Bring the session of ``session_id`` up to date with the spans just stored in it."""
+        for _ in range(SESSION_ATTEMPTS):
+            record, total = self.spans.conversation(account, session_id)
+            if record is None:
+                if has_messages:
+                    self._build_session(account, session_id, total)
+                return
+            if record.spans + len(added) != total:  # stored elsewhere meanwhile, or a write was lost
+                self._build_session(account, session_id, total)
+                return
+            if not added:
+                return
+            try:
+                if self._continue_session(account, session_id, record, added, total):
+                    return
+            except (VersionConflict, NotFound):
+                continue  # another writer changed the session: look again
+            self._build_session(account, session_id, total)
+            return
+        self._build_session(account, session_id, total)
+
+    def _continue_session(self, account: Account, session_id: str, record: ConversationRecord,
+                          added: list[dict[str, Any]], total: int) -> bool:
+        """Append what ``added`` says after the stored state; ``False`` when it cannot follow it."""
+        if self.store.sessions.info(account, session_id).version != record.session_version:
+            return False
+        payloads = sorted(added, key=lambda p: (p.get("start_time_unix_nano") or 0, p.get("end_time_unix_nano") or 0))
+        continued = continue_conversation(ConversationState.from_json(record.state), payloads)
+        if continued is None:
+            return False
+        version = record.session_version
+        if continued.entries:
+            version = self.store.sessions.append_many(account, session_id, continued.entries,
+                                                      expected_version=version, strict=False).session.version
+        self.spans.keep_conversation(account, session_id, ConversationRecord(continued.state.to_json(), version,
+                                                                             total))
+        return True
+
+    def _build_session(self, account: Account, session_id: str, total: int) -> None:
+        """The session built from all of its spans (``total`` of them), replacing what was stored."""
         payloads, agent = self.spans.session_spans(account, session_id)
         built = build_session(payloads)
-        if built is None:
+        if built is None or built.state is None:
             return
-        with self._writer:  # reading and building above need no lock; writing takes the writer's turn
-            self._write_session(account, session_id, built.document, _agent_label(agent or built.agent))
+        info = self._write_session(account, session_id, built.document, _agent_label(agent or built.agent))
+        if info is not None:
+            self.spans.keep_conversation(account, session_id, ConversationRecord(
+                built.state.to_json(), info, total))
 
     def _write_session(self, account: Account, session_id: str, document: dict[str, Any],
-                       agent_label: str | None) -> None:
+                       agent_label: str | None) -> int | None:
+        """Store the document as the session; its version (``None``: another writer won)."""
         sessions = self.store.sessions
         try:  # a new conversation (the common case) is one insert
-            sessions.create(account, document, session_id=session_id, agent=agent_label, strict=False)
-            return
+            return sessions.create(account, document, session_id=session_id, agent=agent_label,
+                                   strict=False).session.version
         except AlreadyExists:
             pass
         with contextlib.suppress(NotFound):
             sessions.delete(account, session_id)
         try:
-            sessions.create(account, document, session_id=session_id, agent=agent_label, strict=False)
+            return sessions.create(account, document, session_id=session_id, agent=agent_label,
+                                   strict=False).session.version
         except AlreadyExists:  # another writer rebuilt it meanwhile; its copy is as complete
             log.info("session %s was rebuilt concurrently", session_id)
+            return None
 
 
 def _agent_label(name: str | None) -> str | None:

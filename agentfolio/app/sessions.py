@@ -14,7 +14,11 @@ if TYPE_CHECKING:
     from agentfolio.formats.losses import Loss
     from agentfolio.store import Account, Appended, Created, SessionInfo, Store
 
-__all__ = ["Exported", "SessionService"]
+__all__ = ["SESSION_SORTS", "Exported", "SessionService"]
+
+#: What the sessions list can be ordered by (``SessionService.list(sort=...)``).
+SESSION_SORTS = ("updated", "created", "first_activity", "last_activity", "duration", "entries", "tokens", "errors",
+                 "failed_tools", "agent", "id")
 
 
 @dataclass
@@ -75,11 +79,25 @@ class SessionService:
         self._sessions.delete(account, session_id, expected_version=expected_version)
 
     def list(self, account: Account, *, agent: str | None = None, since: float | None = None,
-             until: float | None = None, text: str | None = None, limit: int = 50,
+             until: float | None = None, text: str | None = None, agent_contains: str | None = None,
+             sort: str = "updated", descending: bool = True, limit: int = 50,
              offset: int = 0) -> list[SessionInfo]:
-        """One account's sessions, newest-written first."""
-        return self._sessions.list(account, agent=agent, since=since, until=until, text=text, limit=limit,
+        """One account's sessions, newest-written first or by ``sort`` (a key of
+        ``agentfolio.store.sessions.SORTS``), each with what the list shows of it
+        (``info.facts``: first user message, tokens, failures), counted when it was written."""
+        return self._sessions.list(account, agent=agent, since=since, until=until, text=text,
+                                   agent_contains=agent_contains, sort=sort, descending=descending, limit=limit,
                                    offset=offset)
+
+    def count(self, account: Account, *, agent: str | None = None, since: float | None = None,
+              until: float | None = None, text: str | None = None, agent_contains: str | None = None) -> int:
+        """How many sessions :meth:`list` pages through with the same filters."""
+        return self._sessions.count(account, agent=agent, since=since, until=until, text=text,
+                                    agent_contains=agent_contains)
+
+    def match_snippets(self, account: Account, session_ids: Sequence[str], text: str) -> dict[str, str]:
+        """For each session id, the text around where ``text`` first occurs in its messages."""
+        return self._sessions.match_snippets(account, session_ids, text)
 
     def find_imported(self, account: Account, source_hash: str) -> str | None:
         """The id of the session imported from a file with this SHA-256, if any."""

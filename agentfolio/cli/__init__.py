@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from agentfolio.cli import agents, body, database, documents, serve, sessions, tokens
+from agentfolio.cli import agents, body, database, documents, instances, serve, sessions, tokens
 
 __all__ = ["app", "main"]
 
@@ -24,7 +24,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for group in (documents, sessions, tokens, agents, body, serve, database):
+for group in (documents, sessions, tokens, agents, instances, body, serve, database):
     group.register(app)
 
 

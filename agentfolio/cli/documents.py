@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from agentfolio.cli.output import EXIT_INVALID, MaxBytesOption, clean, fail, print_json, stderr, stdout
+from agentfolio.cli.output import EXIT_INVALID, MaxBytesOption, clean, fail, print_json, say, stderr, stdout
 
 if TYPE_CHECKING:
     from agentfolio.app.documents import DocumentReport
@@ -45,16 +45,19 @@ def validate(
 
 
 def _print_report(report: DocumentReport) -> None:
-    name = clean(report.source)
+    def text(value: object) -> str:
+        return clean(value, markup=False)
+
+    name = text(report.source)
     if report.valid:
         described = " ".join(str(part) for part in (report.format, report.version) if part is not None)
-        stdout().print(f"[green]valid[/] {name} ({clean(described)})", soft_wrap=True)
+        say(f"{name} ({text(described)})", label="valid", color="green")
     else:
-        stdout().print(f"[red]invalid[/] {name}: {len(report.problems)} problem(s)", soft_wrap=True)
+        say(f"{name}: {len(report.problems)} problem(s)", label="invalid", color="red")
         for problem in report.problems:
-            stdout().print(f"  {name}: {clean(problem.pointer or '/')}: {clean(problem.message)}", soft_wrap=True)
+            say(f"  {name}: {text(problem.pointer or '/')}: {text(problem.message)}")
     for note in report.notes:
-        stdout().print(f"  note: {clean(note.pointer or '/')}: {clean(note.message)}", style="dim", soft_wrap=True)
+        say(f"  note: {text(note.pointer or '/')}: {text(note.message)}", dim=True)
 
 
 def show(

@@ -39,6 +39,7 @@ __all__ = [
     "one_line",
     "open_folio",
     "print_json",
+    "say",
     "stderr",
     "stdout",
 ]
@@ -105,6 +106,18 @@ def stderr() -> Console:
     from rich.console import Console
 
     return Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+def say(text: str, *, color: str | None = None, label: str | None = None, dim: bool = False,
+         err: bool = False) -> None:
+    """One plain line (``label`` in ``color`` before ``text``), printed without loading Rich:
+    a command whose output needs no layout (``validate``'s report) starts faster.  ``text``
+    is printed as given: pass stored strings through :func:`clean` with ``markup=False``."""
+    if label is not None:
+        text = typer.style(label, fg=color, dim=dim) + " " + text if text else typer.style(label, fg=color, dim=dim)
+    elif dim:
+        text = typer.style(text, dim=True)
+    typer.echo(text, err=err)
 
 
 def fail(message: str, code: int = EXIT_INVALID) -> NoReturn:

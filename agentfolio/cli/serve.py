@@ -64,10 +64,11 @@ def serve_command(
             out.print(f"  docs:  {base}/docs")
             out.print(f"  token: {token}")
             out.print(f'  try:   curl -H "Authorization: Bearer {token}" {base}/api/v1/sessions', soft_wrap=True)
-            # What a Prefactor SDK needs; with an account token, runs find their agent by agent_version.name.
-            out.print("  Prefactor SDK (prefactor-http / prefactor-core):", soft_wrap=True)
-            out.print(f'    api_url="{base}"', soft_wrap=True)
-            out.print(f'    api_token="{token}"', soft_wrap=True)
+            # What a Prefactor SDK needs, as the two lines of its quick start's HttpClientConfig(...)
+            # they replace; with an account token a run finds (or makes) its agent by name.
+            out.print("  Prefactor SDK: paste these two lines into HttpClientConfig(...):", soft_wrap=True)
+            out.print(f'    api_url="{base}",', soft_wrap=True)
+            out.print(f'    api_token="{token}",', soft_wrap=True)
         else:
             stdout().print(f"agentfolio viewer on {base}/ (sign in with a token), API on {base}/api/v1 "
                            f"(docs at {base}/docs); tokens: agentfolio token create --account NAME")

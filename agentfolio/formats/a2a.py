@@ -32,7 +32,7 @@ import orjson
 
 from agentfolio import _json
 from agentfolio.body.names import is_valid_name
-from agentfolio.formats.base import FunctionFormat, ReadResult
+from agentfolio.formats.base import FunctionFormat, ReadResult, read_lazily
 from agentfolio.formats.errors import FormatError, Problem, validated
 from agentfolio.formats.losses import ConvertOptions, Lowered, Origin, Recorder, json_text, with_extras
 from agentfolio.formats.provider import (
@@ -173,6 +173,11 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     if kind is None:
         raise FormatError("expected an A2A Message, Task or Artifact", source=source, pointer="")
     origin = Origin()
+    return read_lazily(lambda: _read_session(document, origin, kind), document, NAME, version=kind,
+                       problems=problems, origin=origin)
+
+
+def _read_session(document: Any, origin: Origin, kind: str) -> Session:
     forms = [kind]
     extras: dict[str, Any] = {}
     if kind == "stream":
@@ -205,7 +210,7 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     session = with_extras(Session(data=SessionData(conversation_history=tuple(entries))),
                           {**extras, FORM_KEY: " ".join(forms)})
     origin.add(session, "")
-    return ReadResult(session=session, format=NAME, version=kind, problems=problems, origin=origin)
+    return session
 
 
 def _read_event(event: dict[str, Any], pointer: str, origin: Origin) -> Message:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from agentfolio.formats.base import FunctionFormat, ReadResult
+from agentfolio.formats.base import FunctionFormat, ReadResult, read_lazily
 from agentfolio.formats.errors import FormatError, Problem, validated
 from agentfolio.formats.losses import ConvertOptions, Lowered, Origin, Recorder, json_text, with_extras
 from agentfolio.formats.provider import (
@@ -48,7 +48,7 @@ from agentfolio.formats.provider import (
     rest,
     split_data_url,
 )
-from agentfolio.formats.shared import data_url_payload, group_by_role
+from agentfolio.formats.shared import data_url_payload, group_by_role, require_objects
 from agentfolio.model import (
     Citation,
     DataContent,
@@ -184,28 +184,26 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     if not isinstance(document, dict):
         raise FormatError("expected an Anthropic request or response object", source=source, pointer="")
     origin = Origin()
-    if _is_response(document):
-        session = _read_response(document, origin)
-        version = "response"
-    else:
-        session = _read_request(document, origin, source)
-        version = "request"
-    origin.add(session, "")
-    return ReadResult(session=session, format=NAME, version=version, problems=problems, origin=origin)
+    response = _is_response(document)
+    if not response:
+        require_objects(document, "messages", "a message object", source)
+
+    def build() -> Session:
+        session = _read_response(document, origin) if response else _read_request(document, origin)
+        origin.add(session, "")
+        return session
+
+    return read_lazily(build, document, NAME, version="response" if response else "request", problems=problems,
+                       origin=origin)
 
 
-def _read_request(document: dict[str, Any], origin: Origin, source: str | None) -> Session:
+def _read_request(document: dict[str, Any], origin: Origin) -> Session:
     messages: list[Message] = []
     if "system" in document and isinstance(document["system"], (str, list)):
         system = _read_message({"role": "system", "content": document["system"]}, "/system", origin, content_key=False)
         origin.add(system, "/system")
         messages.append(system)
-    raw_messages = document.get("messages")
-    if not isinstance(raw_messages, list):
-        raise FormatError('expected "messages": an array', source=source, pointer="/messages")
-    for index, raw in enumerate(raw_messages):
-        if not isinstance(raw, dict):
-            raise FormatError("expected a message object", source=source, pointer=f"/messages/{index}")
+    for index, raw in enumerate(document["messages"]):
         messages.append(_read_message(raw, f"/messages/{index}", origin))
     extras = rest(document, "messages", *(("system",) if messages and messages[0].role == "system" else ()))
     entries = group_by_role(messages, ROLES, frozenset({"system", "user"}))

@@ -240,11 +240,12 @@ class _EntryStamps:
 
 def _newer_minor(version: str) -> bool:
     """Whether ``version`` is a 1.x minor newer than any we know (its additions are legal)."""
-    from agentfolio.formats.durable_state import SCHEMAS
+    from agentfolio.formats.durable_state import KNOWN_MINORS
 
     major, _, rest = version.partition(".")
     minor = rest.partition(".")[0]
-    return major.isdigit() and minor.isdigit() and int(major) in SCHEMAS and int(minor) > max(SCHEMAS[int(major)])
+    return major.isdigit() and minor.isdigit() and int(major) in KNOWN_MINORS and (
+        int(minor) > max(KNOWN_MINORS[int(major)]))
 
 
 def _plain_text_looks(rec: Recorder, message: Message, entry_index: int, index: int) -> None:

@@ -2,12 +2,20 @@
 
 Versions, following the format's semver rules:
 
-* 1.0, 1.1 and 1.2 are read and written fully, each validated against its own published
-  schema; a newer 1.x minor is read with the newest 1.x schema, and what it adds that we
-  do not know (properties, entry or content ``$type`` values) is kept as read.
-* 2.0 (the draft in ``agent-framework-durable-extension``) is its own major, with its
-  own schema: the ``developer`` role, string function arguments, ``uri`` without
-  ``mediaType``, ``terminalResults``, ``completionReceipts``, ``historyBinding``.
+* Every version is validated against Microsoft's own schema, the durable extension's
+  ``durable-agent-entity-state.json``, which describes 1.0, 1.1 and 1.2 with one legacy
+  shape (an entry's ``$type`` unchecked; ``terminalResults``, ``completionReceipts`` and
+  ``historyBinding`` forbidden) and 2.0 with its own; Microsoft's JSON-Schema-Test-Suite
+  cases for it run in ``tests/formats/test_microsoft_schema_cases.py``.
+* 1.0, 1.1 and 1.2 are read and written fully; a newer 1.x minor is read as the newest
+  1.x, and what it adds that we do not know (properties, entry or content ``$type``
+  values) is kept as read.
+* 2.0 (the draft in ``agent-framework-durable-extension``) is its own major: the
+  ``developer`` role, string function arguments, ``uri`` without ``mediaType``,
+  ``terminalResults``, ``completionReceipts``, ``historyBinding``.  Microsoft's Python
+  prototype spells the two maps ``responseMailbox`` and ``completedCorrelations``: such
+  a state breaks the shared schema (its maps are missing) but is read and kept whole,
+  with a note naming the shared spelling, and its outcomes are shown as the shared ones.
 * Any other major, and a missing or malformed version, is refused: reading it would
   risk the history, and writing it back would lose it.
 
@@ -18,28 +26,32 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import ValidationError
 
 from agentfolio import _json
 from agentfolio._json import json_type
-from agentfolio.formats import durable_lowering
-from agentfolio.formats.base import FunctionFormat, ReadResult
+from agentfolio.formats.base import FunctionFormat, ReadResult, read_lazily
 from agentfolio.formats.errors import FormatError, Problem, UnsupportedVersionError, json_pointer, refuse_if_invalid
 from agentfolio.formats.jsonio import gc_paused, parse_json
-from agentfolio.formats.losses import ConvertOptions
 from agentfolio.formats.schema_check import check
-from agentfolio.model import DURABLE_CONTENT_KINDS, ENTRY_KINDS, Session
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from agentfolio.formats.losses import ConvertOptions, Lowered, Origin
+    from agentfolio.model import Session
 
 NAME = "durable-state"
+# The entry $type values durable state defines (agentfolio.model.ENTRY_KINDS, spelled here
+# so that checking a file never loads the model; a test keeps the two the same).
+ENTRY_TYPES = frozenset({"request", "response", "errorResponse", "compaction"})
 
-# major → {minor: bundled schema}; the newest minor of a major also reads later minors.
-SCHEMAS: dict[int, dict[int, str]] = {
-    1: {0: "durable-state-1.0.json", 1: "durable-state-1.1.json", 2: "durable-state-1.2.json"},
-    2: {0: "durable-state-2.0.json"},
-}
+# Microsoft's schema for every known version (see the module docstring).
+SCHEMA_FILE = "durable-agent-entity-state.json"
+# major → the minors we know; the newest minor of a major also reads later minors.
+KNOWN_MINORS: dict[int, tuple[int, ...]] = {1: (0, 1, 2), 2: (0,)}
 # What a session built in Python (not read from a file) is written as: the newest 1.x,
 # which Microsoft's own 1.1 readers accept because its additions are optional.
 DEFAULT_VERSION = "1.2.0"
@@ -57,13 +69,12 @@ class SchemaVersion:
 
     @property
     def schema_file(self) -> str:
-        minors = SCHEMAS[self.major]
-        return minors.get(self.minor) or minors[max(minors)]
+        return SCHEMA_FILE
 
     @property
     def newer_than_known(self) -> bool:
-        """A minor newer than any schema we ship: its additions are expected, and kept."""
-        return self.minor > max(SCHEMAS[self.major])
+        """A minor newer than any we know: its additions are expected, and kept."""
+        return self.minor > max(KNOWN_MINORS[self.major])
 
 
 def parse_version(document: Any) -> SchemaVersion:
@@ -82,7 +93,7 @@ def parse_version(document: Any) -> SchemaVersion:
             f"schemaVersion {_json.dumps(text).decode()} is not a semantic version (major.minor.patch); "
             f"supported: {SUPPORTED_DESCRIPTION}", pointer="/schemaVersion")
     major, minor, patch = (int(part) for part in match.groups())
-    if major not in SCHEMAS:
+    if major not in KNOWN_MINORS:
         raise UnsupportedVersionError(
             f"schemaVersion {text} has major version {major}, which this release cannot read without "
             f"risking its history; supported: {SUPPORTED_DESCRIPTION}", pointer="/schemaVersion")
@@ -93,23 +104,60 @@ def validate(document: Any) -> tuple[SchemaVersion, list[Problem], list[Problem]
     """Check a parsed document: its version, then its version's schema.
 
     Returns ``(version, problems, notes)``.  In a newer minor than we know, an unknown
-    ``$type`` is what semver allows the minor to add, so it is a note, not a problem.
+    ``$type`` is what semver allows the minor to add, so it is a note, not a problem;
+    an entry whose ``$type`` we do not know is a note in every 1.x (Microsoft's legacy
+    shape leaves it unchecked) and is kept whole.
     """
     version = parse_version(document)
+    newest = max(KNOWN_MINORS[version.major])
     checked = document
     if version.newer_than_known or version.text not in _SCHEMA_ENUM_VERSIONS:
-        # The shipped schemas pin the versions they describe; check a newer minor or
-        # patch against its newest known sibling, without touching the caller's dict.
-        checked = {**document, "schemaVersion": f"{version.major}.{min(version.minor, max(SCHEMAS[version.major]))}.0"}
-    problems = check(version.schema_file, checked)
+        # The schema pins the versions it describes; check a newer minor or patch
+        # against its newest known sibling, without touching the caller's dict.
+        checked = {**document, "schemaVersion": f"{version.major}.{min(version.minor, newest)}.0"}
+    problems = check(SCHEMA_FILE, checked)
     notes: list[Problem] = []
     if version.newer_than_known:
         notes.append(Problem("/schemaVersion", f"version {version.text} is newer than the newest known "
-                             f"{version.major}.{max(SCHEMAS[version.major])}; what it adds is kept as read"))
-        kept = [p for p in problems if _is_unknown_tag(p)]
+                             f"{version.major}.{newest}; what it adds is kept as read"))
+        notes.extend(p for p in problems if _is_unknown_tag(p))
         problems = [p for p in problems if not _is_unknown_tag(p)]
-        notes.extend(kept)
+    if version.major == 1:
+        notes.extend(_unknown_entries(document))
+        notes.sort(key=lambda note: (note.pointer != "/schemaVersion", _document_order(note.pointer)))
+    if version.major == 2:
+        notes.extend(_prototype_spellings(document))
     return version, problems, notes
+
+
+def _unknown_entries(document: dict[str, Any]) -> list[Problem]:
+    data = document.get("data")
+    history = data.get("conversationHistory") if isinstance(data, dict) else None
+    notes = []
+    for index, entry in enumerate(history if isinstance(history, list) else ()):
+        kind = entry.get("$type", None) if isinstance(entry, dict) else None
+        if kind not in ENTRY_TYPES and isinstance(entry, dict):
+            what = f"entry $type {_json.dumps(kind).decode()}" if "$type" in entry else "an entry without $type"
+            notes.append(Problem(f"/data/conversationHistory/{index}" + ("/$type" if "$type" in entry else ""),
+                                 f"{what} is not one this release knows; kept whole, as read"))
+    return notes
+
+
+def _document_order(pointer: str) -> list[tuple[int, int | str]]:
+    return [(0, int(step)) if step.isdigit() else (1, step) for step in pointer.split("/")]
+
+
+# Microsoft's Python prototype of 2.0 names the shared maps its own way.
+PROTOTYPE_SPELLINGS = {"responseMailbox": "terminalResults", "completedCorrelations": "completionReceipts"}
+
+
+def _prototype_spellings(document: dict[str, Any]) -> list[Problem]:
+    data = document.get("data")
+    if not isinstance(data, dict):
+        return []
+    return [Problem(f"/data/{own}", f"{own!r} is the Python prototype's name for the shared schema's {shared!r}; "
+                    "kept as read, but other 2.0 readers look for the shared name")
+            for own, shared in PROTOTYPE_SPELLINGS.items() if own in data and shared not in data]
 
 
 _SCHEMA_ENUM_VERSIONS = frozenset({"1.0.0", "1.1.0", "1.2.0", "2.0.0"})
@@ -138,15 +186,23 @@ def _read(document: Any, *, strict: bool, source: str | None) -> ReadResult:
     except FormatError as error:
         raise (error.with_source(source) if source else error) from None
     refuse_if_invalid(problems, strict=strict, source=source)
-    try:
-        session = Session.model_validate(document)
-    except ValidationError as error:
-        raise _model_error(error, source) from None
-    history = document["data"].get("conversationHistory") if isinstance(document.get("data"), dict) else None
-    if isinstance(history, list):
-        for entry, entry_source in zip(session.entries, history, strict=False):
-            entry.remember_source(entry_source)
-    return ReadResult(session=session, format=NAME, version=version.text, problems=problems, notes=notes)
+
+    def build() -> Session:
+        from pydantic import ValidationError
+
+        from agentfolio.model import Session
+
+        try:
+            session = Session.model_validate(document)
+        except ValidationError as error:
+            raise _model_error(error, source) from None
+        history = document["data"].get("conversationHistory") if isinstance(document.get("data"), dict) else None
+        if isinstance(history, list):
+            for entry, entry_source in zip(session.entries, history, strict=False):
+                entry.remember_source(entry_source)
+        return session
+
+    return read_lazily(build, document, NAME, version=version.text, problems=problems, notes=notes)
 
 
 def read_bytes(data: bytes | str, *, strict: bool = True, source: str | None = None) -> ReadResult:
@@ -161,6 +217,10 @@ def write(session: Session) -> dict[str, Any]:
     (a memory, a tool catalog...): those are converted, with a loss report, by
     ``agentfolio.formats.convert``, not written under a ``$type`` no reader knows.
     """
+    document = session.document_read_as(NAME)
+    if document is not None:
+        return document if next(iter(document)) == "schemaVersion" else {
+            "schemaVersion": document["schemaVersion"], **document}
     foreign = _non_durable_kinds(session)
     if foreign:
         pointer, kind = foreign[0]
@@ -187,14 +247,17 @@ def looks_like(document: Any) -> bool:
 
 
 def _non_durable_kinds(session: Session) -> list[tuple[str, str]]:
+    from agentfolio.model import DURABLE_CONTENT_KINDS, ENTRY_KINDS, OpaqueEntry
+
     found = []
     for entry_index, entry in enumerate(session.entries):
         if entry.source is not None:
             continue  # read from durable state: written back as read
         base: list[str | int] = ["data", "conversationHistory", entry_index]
-        kind = getattr(entry, "kind", None)
-        if kind not in ENTRY_KINDS and "$type" not in entry.extra:
-            found.append((json_pointer(base), str(kind)))
+        # An entry of a kind we do not know (or with no $type, which 1.x allows) is kept
+        # whole and written back as read.
+        if not isinstance(entry, OpaqueEntry) and entry.kind not in ENTRY_KINDS:
+            found.append((json_pointer(base), str(entry.kind)))
         for message_index, message in enumerate(entry.items):
             for content_index, content in enumerate(message.items):
                 if content.__class__.__name__ != "OpaqueContent" and content.kind not in DURABLE_CONTENT_KINDS:
@@ -215,10 +278,17 @@ def _is_union_step(step: Any) -> bool:
     return "[" in text or text.endswith(("Content", "Entry")) or text.startswith("function-")
 
 
+def lower(session: Session, *, origin: Origin | None = None, options: ConvertOptions | None = None) -> Lowered:
+    """The session reduced to what durable state holds (see durable_lowering)."""
+    from agentfolio.formats import durable_lowering
+
+    return durable_lowering.lower(session, origin=origin, options=options)
+
+
 def problems(document: Any) -> list[Problem]:
     """Every schema violation (a version we cannot read is a FormatError)."""
     return validate(document)[1]
 
 
 FORMAT = FunctionFormat(NAME, "Microsoft Agent Framework durable agent state", looks_like, problems, read, write,
-                        durable_lowering.lower)
+                        lower, reuse_documents=False)

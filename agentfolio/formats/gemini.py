@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentfolio.formats.base import FunctionFormat, ReadResult
+from agentfolio.formats.base import FunctionFormat, ReadResult, read_lazily
 from agentfolio.formats.errors import FormatError, Problem, validated
 from agentfolio.formats.losses import ConvertOptions, Lowered, Origin, Recorder, with_extras
 from agentfolio.formats.provider import (
@@ -45,7 +45,7 @@ from agentfolio.formats.provider import (
     rest,
     split_data_url,
 )
-from agentfolio.formats.shared import group_by_role
+from agentfolio.formats.shared import group_by_role, require_objects
 from agentfolio.model import (
     DataContent,
     FunctionCallContent,
@@ -174,7 +174,15 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     k = SNAKE if snake else CAMEL
     origin = Origin()
     response = _is_response(document)
+    if not response:
+        require_objects(document, "contents", "a content object", source)
     forms = (["response"] if response else []) + (["snake_case"] if snake else [])
+    return read_lazily(lambda: _read_session(document, origin, k, response, forms), document, NAME,
+                       version="response" if response else "request", problems=problems, origin=origin)
+
+
+def _read_session(document: dict[str, Any], origin: Origin, k: dict[str, str], response: bool,
+                  forms: list[str]) -> Session:
     skip: list[str] = []
     if response:
         messages = [_read_candidate(c, f"/candidates/{i}", origin, k) for i, c in enumerate(document["candidates"])]
@@ -185,18 +193,13 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
         origin.add(entry, "", {"usage": (k["usage_metadata"],)})
         entries: list[Any] = [entry]
     else:
-        contents = document.get("contents")
-        if not isinstance(contents, list):
-            raise FormatError('expected "contents": an array', source=source, pointer="/contents")
         messages = []
         system = document.get(k["system_instruction"])
         if isinstance(system, dict) and set(system) == {"parts"} and isinstance(system["parts"], list):
             message = _read_content(system, "/" + k["system_instruction"], origin, k, role="system")
             messages.append(message)
             skip.append(k["system_instruction"])
-        for index, content in enumerate(contents):
-            if not isinstance(content, dict):
-                raise FormatError("expected a content object", source=source, pointer=f"/contents/{index}")
+        for index, content in enumerate(document["contents"]):
             messages.append(_read_content(content, f"/contents/{index}", origin, k))
         skip.append("contents")
         entries = list(group_by_role(messages, ROLES, frozenset({"system", "user"})))
@@ -206,8 +209,7 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
         extras[FORM_KEY] = " ".join(forms)
     session = with_extras(session, extras)
     origin.add(session, "")
-    return ReadResult(session=session, format=NAME, version="response" if response else "request",
-                      problems=problems, origin=origin)
+    return session
 
 
 def _read_usage(raw: Any, k: dict[str, str]) -> Usage | None:

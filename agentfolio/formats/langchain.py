@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentfolio.formats.base import FunctionFormat, ReadResult
+from agentfolio.formats.base import FunctionFormat, ReadResult, read_lazily
 from agentfolio.formats.errors import FormatError, Problem, validated
 from agentfolio.formats.losses import ConvertOptions, Lowered, Origin, Recorder, json_text, with_extras
 from agentfolio.formats.provider import (
@@ -110,6 +110,11 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     if not isinstance(document, list):
         raise FormatError("expected an array of LangChain messages", source=source, pointer="")
     origin = Origin()
+    return read_lazily(lambda: _read_session(document, origin), document, NAME, version="messages_to_dict",
+                       problems=problems, origin=origin)
+
+
+def _read_session(document: list[Any], origin: Origin) -> Session:
     messages: list[Message] = []
     for index, raw in enumerate(document):
         message = _read_message(raw, f"/{index}", origin) if isinstance(raw, dict) else None
@@ -123,7 +128,7 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     entries = group_by_role(messages, ROLES, frozenset({"system", "user"}))
     session = Session(data=SessionData(conversation_history=tuple(entries)))
     origin.add(session, "")
-    return ReadResult(session=session, format=NAME, version="messages_to_dict", problems=problems, origin=origin)
+    return session
 
 
 def _read_message(raw: dict[str, Any], pointer: str, origin: Origin) -> Message | None:

@@ -170,6 +170,9 @@ def with_extras(record: _R, extras: Mapping[str, Any]) -> _R:
         if stored is None:  # every Record allows extras; only a foreign model lands here
             raise TypeError(f"{type(record).__name__} keeps no unknown properties")
         stored.update(extras)
+        forget = getattr(record, "forget_document", None)
+        if forget is not None:
+            forget()  # the session no longer writes the document it was read from
     return record
 
 

@@ -38,7 +38,7 @@ from pydantic import ValidationError
 from agentfolio.body.body import ACP_MESSAGE_FIELDS
 from agentfolio.body.names import content_type_essence
 from agentfolio.body.parts import FIELDS, MessagePart
-from agentfolio.formats.base import FunctionFormat, ReadResult
+from agentfolio.formats.base import FunctionFormat, ReadResult, read_lazily
 from agentfolio.formats.errors import FormatError, Problem, json_pointer, validated
 from agentfolio.formats.losses import (
     ConvertOptions,
@@ -150,6 +150,12 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     role = role or own_role or (options.body_role if options else None) or DEFAULT_ROLE
     flagged = {problem.pointer for problem in problems}
     origin = Origin()
+    return read_lazily(lambda: _read_session(document, origin, flagged, role, author), document, NAME,
+                       problems=problems, origin=origin)
+
+
+def _read_session(document: dict[str, Any], origin: Origin, flagged: set[str], role: str,
+                  author: str | None) -> Session:
     contents = []
     for index, raw in enumerate(document["parts"]):
         pointer = json_pointer(["parts", index])
@@ -167,8 +173,7 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     origin.add(entry, "", {"messages": ("parts",)})
     session = Session(data=SessionData(conversation_history=(entry,)))
     origin.add(session, "")
-    session = with_extras(session, {key: value for key, value in document.items() if key != "parts"})
-    return ReadResult(session=session, format=NAME, problems=problems, origin=origin)
+    return with_extras(session, {key: value for key, value in document.items() if key != "parts"})
 
 
 def _message_role(document: dict[str, Any]) -> tuple[str | None, str | None]:

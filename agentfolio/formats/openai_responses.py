@@ -28,7 +28,7 @@ from __future__ import annotations
 import zlib
 from typing import Any, cast
 
-from agentfolio.formats.base import FunctionFormat, ReadResult
+from agentfolio.formats.base import FunctionFormat, ReadResult, read_lazily
 from agentfolio.formats.errors import FormatError, Problem, validated
 from agentfolio.formats.losses import ConvertOptions, Lowered, Origin, Recorder, json_text, with_extras
 from agentfolio.formats.provider import (
@@ -158,7 +158,15 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     origin = Origin()
     response = _is_response(document)
     key = "output" if response else "input"
-    raw_items = document.get(key)
+    if not isinstance(document.get(key), (str, list)):
+        raise FormatError(f'expected "{key}": an array of items', source=source, pointer="/" + key)
+    return read_lazily(lambda: _read_session(document, origin, response), document, NAME,
+                       version="response" if response else "request", problems=problems, origin=origin)
+
+
+def _read_session(document: dict[str, Any], origin: Origin, response: bool) -> Session:
+    key = "output" if response else "input"
+    raw_items = document[key]
     messages: list[Message] = []
     skip = [key]
     if not response and isinstance(document.get("instructions"), str):
@@ -174,12 +182,10 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
         message = with_extras(Message(role="user", contents=(text,)), {FORM_KEY: "input"})
         origin.add(message, "/input")
         messages.append(message)
-    elif isinstance(raw_items, list):
+    else:
         for index, item in enumerate(raw_items):
             messages.append(read_item(item, f"/{key}/{index}", origin,
                                       messages[-1].role if messages else ("assistant" if response else "user")))
-    else:
-        raise FormatError(f'expected "{key}": an array of items', source=source, pointer="/" + key)
     usage = _read_usage(document.get("usage")) if response else None
     if usage is not None:
         skip.append("usage")
@@ -192,8 +198,7 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
         entries = list(group_by_role(messages, ROLES, REQUEST_ROLES))
     session = with_extras(Session(data=SessionData(conversation_history=tuple(entries))), rest(document, *skip))
     origin.add(session, "")
-    return ReadResult(session=session, format=NAME, version="response" if response else "request",
-                      problems=problems, origin=origin)
+    return session
 
 
 def _read_usage(raw: Any) -> Usage | None:

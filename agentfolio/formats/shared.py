@@ -1,13 +1,26 @@
-"""Logic more than one format uses the same way: grouping messages into entries by role
-runs, flattening them again for writers without entries, and taking ``data:`` URLs apart."""
+"""Logic more than one format uses the same way: checking a document's array of objects,
+grouping messages into entries by role runs, flattening them again for writers without
+entries, and taking ``data:`` URLs apart."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator
+from typing import Any
 
 from agentfolio.formats.errors import FormatError
 from agentfolio.formats.losses import entry_pointer, message_pointer
 from agentfolio.model import Message, OpaqueEntry, RequestEntry, ResponseEntry, Session
+
+
+def require_objects(document: dict[str, Any], key: str, item: str, source: str | None) -> None:
+    """FormatError unless ``document[key]`` is an array of objects: what a reader cannot
+    read at all is refused by the read, before any record is built."""
+    values = document.get(key)
+    if not isinstance(values, list):
+        raise FormatError(f'expected "{key}": an array', source=source, pointer=f"/{key}")
+    for index, value in enumerate(values):
+        if not isinstance(value, dict):
+            raise FormatError(f"expected {item}", source=source, pointer=f"/{key}/{index}")
 
 
 def group_by_role(messages: Iterable[Message], roles: Collection[str],

@@ -10,7 +10,7 @@ them with :func:`agentfolio.model.times.parse_time` where a datetime is needed.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Annotated, Any, Literal, Self, Union, get_args
 
 from pydantic import Field
 
@@ -158,7 +158,35 @@ class Session(Record):
         return private.get("spelling") if private else None
 
     def remember_spelling(self, spelling: str) -> None:
-        object.__setattr__(self, "__pydantic_private__", {"spelling": spelling})
+        self._remember("spelling", spelling)
+
+    # A session read from a document remembers it, with its format: records are immutable
+    # and their JSON values are the document's own objects, so the document is exactly
+    # what that format's writer would give for this session, and the writer gives it back
+    # instead of writing every record again.  A copy with changes forgets it, as does
+    # adding unknown properties (formats.losses.with_extras).
+    def remember_document(self, fmt: str, document: Any) -> None:
+        self._remember("document", (fmt, document))
+
+    def document_read_as(self, fmt: str) -> Any:
+        """The document this session was read from in format ``fmt`` (None: not read so)."""
+        private = self.__pydantic_private__
+        read = private.get("document") if private else None
+        return read[1] if read is not None and read[0] == fmt else None
+
+    def forget_document(self) -> None:
+        private = self.__pydantic_private__
+        if private and "document" in private:
+            object.__setattr__(self, "__pydantic_private__", {k: v for k, v in private.items() if k != "document"})
+
+    def _remember(self, key: str, value: Any) -> None:
+        object.__setattr__(self, "__pydantic_private__", {**(self.__pydantic_private__ or {}), key: value})
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copied = super().model_copy(update=update, deep=deep)
+        if update or deep:
+            copied.forget_document()
+        return copied
 
     @property
     def entries(self) -> tuple[Entry, ...]:

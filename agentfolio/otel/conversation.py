@@ -20,6 +20,7 @@ its token usage and finish time.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,11 +39,13 @@ from agentfolio.model import (
     Session,
     SessionData,
     ToolCatalogContent,
+    ToolDescription,
 )
 from agentfolio.otel.mapping import LLM_OPERATIONS
 from agentfolio.otel.messages import SpanMessages, read_span_messages
 
-__all__ = ["BuiltSession", "build_conversation", "build_session"]
+__all__ = ["BuiltSession", "Continuation", "ConversationState", "build_conversation", "build_session",
+           "continue_conversation"]
 
 NOTES_KEY = "agentfolio.otel"
 MAX_NOTES = 50
@@ -56,48 +59,137 @@ class BuiltSession:
     agent: str | None
     notes: list[str] = field(default_factory=list)
     losses: int = 0
+    #: Where the conversation stands, to continue it with later spans.
+    state: ConversationState | None = None
+
+
+@dataclass(slots=True)
+class ConversationState:
+    """Where a conversation stands after the spans taken so far: enough to continue it
+    with later spans without reading the earlier ones again."""
+
+    #: Digest of each message of the history, in order (what a later input is matched against).
+    keys: list[str] = field(default_factory=list)
+    #: Digest of the system message opening the conversation now.
+    opening: str | None = None
+    agent: str | None = None
+    #: Built from agent spans: no model call has been seen yet.
+    from_agents: bool = False
+    #: The tools the first agent span lends to model calls that carry none (JSON).
+    agent_tools: list[Any] | None = None
+    #: Start (ns) of the latest span taken.
+    last_start: int = 0
+
+    def to_json(self) -> bytes:
+        return _json.dumps({"keys": self.keys, "opening": self.opening, "agent": self.agent,
+                            "from_agents": self.from_agents, "agent_tools": self.agent_tools,
+                            "last_start": self.last_start})
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> ConversationState:
+        data = _json.loads(raw)
+        return cls(list(data["keys"]), data["opening"], data["agent"], bool(data["from_agents"]),
+                   data["agent_tools"], int(data["last_start"]))
+
+
+@dataclass(slots=True)
+class Continuation:
+    """What later spans add to a conversation: entries to append, as durable state."""
+
+    entries: list[dict[str, Any]]
+    state: ConversationState
 
 
 def build_conversation(payloads: Iterable[Mapping[str, Any]]) -> tuple[Session, list[str], str | None] | None:
     """The canonical session of these span payloads (start order), its notes and its
     agent name; ``None`` when no span carries a message."""
-    history: list[Message] = []
-    keys: list[bytes] = []
-    entries: list[RequestEntry | ResponseEntry] = []
-    notes: list[str] = []
-    agent: str | None = None
-    opening: bytes | None = None
+    built = _build(payloads)
+    if built is None:
+        return None
+    session, notes, state = built
+    return session, notes, state.agent
+
+
+def _build(payloads: Iterable[Mapping[str, Any]]) -> tuple[Session, list[str], ConversationState] | None:
+    state = ConversationState()
     read = [(payload, read_span_messages(payload)) for payload in payloads]
+    notes: list[str] = []
     for payload, found in read:
         notes.extend(f"{_label(payload)}: {problem}" for problem in found.problems)
     # Agent spans (invoke_agent) repeat what their model calls said, aggregated; they
     # tell the conversation only when no model call does, and lend their tool definitions.
     model_calls = [(p, f) for p, f in read if not f.empty and _kind(p) != "agent"]
-    agent_tools = next((f.tools for p, f in read if _kind(p) == "agent" and f.tools), [])
-    for payload, found in model_calls or [(p, f) for p, f in read if not f.empty]:
+    lender = next((f.tools for p, f in read if _kind(p) == "agent" and f.tools), None)
+    state.agent_tools = None if lender is None else [_tool_json(tool) for tool in lender]
+    state.from_agents = not model_calls
+    entries = _extend(state, model_calls or [(p, f) for p, f in read if not f.empty], notes)
+    if not entries:
+        return None
+    if len(notes) > MAX_NOTES:
+        notes = [*notes[:MAX_NOTES], f"and {len(notes) - MAX_NOTES} more"]
+    return Session(data=SessionData(conversation_history=tuple(entries))), notes, state
+
+
+def continue_conversation(state: ConversationState,
+                          payloads: Iterable[Mapping[str, Any]]) -> Continuation | None:
+    """The entries later spans (start order) add after ``state``, each message once;
+    ``None`` when they cannot simply follow it and the conversation must be built again
+    from all of its spans: a span starting before the latest one taken, the first model
+    call after a conversation told by agent spans, the first tools an agent span lends,
+    or anything the session must note (unreadable values, a message that cannot be placed)."""
+    read = [(payload, read_span_messages(payload)) for payload in payloads]
+    telling = [(p, f) for p, f in read if not f.empty]
+    if any(f.problems for _, f in read):
+        return None
+    if any(int(p.get("start_time_unix_nano") or 0) < state.last_start for p, _ in telling):
+        return None
+    model_calls = [(p, f) for p, f in telling if _kind(p) != "agent"]
+    if state.agent_tools is None and any(_kind(p) == "agent" and f.tools for p, f in telling):
+        return None
+    if state.from_agents and model_calls:
+        return None
+    notes: list[str] = []
+    after = ConversationState(list(state.keys), state.opening, state.agent, state.from_agents,
+                              state.agent_tools, state.last_start)
+    entries = _extend(after, telling if state.from_agents else model_calls, notes)
+    if notes:
+        return None
+    if not entries:
+        return Continuation([], after)
+    conversion = convert.convert(Session(data=SessionData(conversation_history=tuple(entries))),
+                                 to="durable-state", from_="canonical")
+    return Continuation(list(conversion.result["data"]["conversationHistory"]), after)
+
+
+def _extend(state: ConversationState, calls: list[tuple[Mapping[str, Any], SpanMessages]],
+            notes: list[str]) -> list[RequestEntry | ResponseEntry]:
+    """The entries these spans add to the conversation at ``state`` (which moves on)."""
+    entries: list[RequestEntry | ResponseEntry] = []
+    lent = [_tool_from_json(tool) for tool in state.agent_tools] if state.agent_tools else []
+    for payload, found in calls:
         span_label = _label(payload)
-        if agent is None:
-            agent = _agent_name(payload)
-        if not found.tools and agent_tools:
-            found.tools = list(agent_tools)
+        state.last_start = max(state.last_start, int(payload.get("start_time_unix_nano") or 0))
+        if state.agent is None:
+            state.agent = _agent_name(payload)
+        if not found.tools and lent:
+            found.tools = list(lent)
         request: list[Message] = []
         system = _system_message(found)
         if system is not None:
             system_key = _key(system)
-            if system_key != opening:
-                opening = system_key
+            if system_key != state.opening:
+                state.opening = system_key
                 request.append(system)
         incoming = [m for m in found.input if not (m.role == "system" and system is not None)]
         incoming_keys = [_key(m) for m in incoming]
-        start = _overlap(keys, incoming_keys)
+        start = _overlap(state.keys, incoming_keys)
         if start is None:
             notes.append(f"{span_label}: its {len(incoming)} input message(s) do not continue the conversation "
                          "so far; kept in order after it")
             start = 0
         for message, key in zip(incoming[start:], incoming_keys[start:], strict=False):
             request.append(message)
-            history.append(message)
-            keys.append(key)
+            state.keys.append(key)
         when = _iso(payload.get("end_time_unix_nano") or payload.get("start_time_unix_nano"))
         if request:
             opened: dict[str, Any] = {}
@@ -109,29 +201,31 @@ def build_conversation(payloads: Iterable[Mapping[str, Any]]) -> tuple[Session, 
             if found.usage is not None:
                 extra["usage"] = found.usage
             entries.append(ResponseEntry(messages=tuple(found.output), **extra))
-            for message in found.output:
-                history.append(message)
-                keys.append(_key(message))
-    if not entries:
-        return None
-    if len(notes) > MAX_NOTES:
-        notes = [*notes[:MAX_NOTES], f"and {len(notes) - MAX_NOTES} more"]
-    return Session(data=SessionData(conversation_history=tuple(entries))), notes, agent
+            state.keys.extend(_key(message) for message in found.output)
+    return entries
 
 
 def build_session(payloads: Iterable[Mapping[str, Any]]) -> BuiltSession | None:
     """:func:`build_conversation` written as durable agent state through the one
     conversion path (kinds durable state has no type for, such as the tool catalog,
     lowered with their loss counted); the notes go under ``agentfolio.otel``."""
-    built = build_conversation(payloads)
+    built = _build(payloads)
     if built is None:
         return None
-    session, notes, agent = built
+    session, notes, state = built
     conversion = convert.convert(session, to="durable-state", from_="canonical")
     document = dict(conversion.result)
     if notes:
         document[NOTES_KEY] = {"notes": notes}
-    return BuiltSession(session, document, agent, notes, len(conversion.losses))
+    return BuiltSession(session, document, state.agent, notes, len(conversion.losses), state)
+
+
+def _tool_json(tool: ToolDescription) -> Any:
+    return tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _tool_from_json(value: Any) -> ToolDescription:
+    return ToolDescription.model_validate(value)
 
 
 def _system_message(found: SpanMessages) -> Message | None:
@@ -145,7 +239,7 @@ def _system_message(found: SpanMessages) -> Message | None:
     return Message(role="system", contents=tuple(contents)) if contents else None
 
 
-def _overlap(history: list[bytes], incoming: list[bytes]) -> int | None:
+def _overlap(history: list[str], incoming: list[str]) -> int | None:
     """Where the new messages of ``incoming`` start; ``None`` if it cannot be placed."""
     if not history:
         return 0
@@ -159,9 +253,10 @@ def _overlap(history: list[bytes], incoming: list[bytes]) -> int | None:
     return None
 
 
-def _key(message: Message) -> bytes:
-    return _json.dumps([message.role, [_content_key(content) for content in message.items]],
-                        option=orjson.OPT_SORT_KEYS)
+def _key(message: Message) -> str:
+    """A digest of the message's role and contents (ids, times and presentation aside)."""
+    return hashlib.blake2b(_json.dumps([message.role, [_content_key(content) for content in message.items]],
+                                       option=orjson.OPT_SORT_KEYS), digest_size=16).hexdigest()
 
 
 def _content_key(content: Any) -> Any:

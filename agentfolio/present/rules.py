@@ -6,6 +6,7 @@ canonical model, so the terminal and the web viewer never disagree.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -320,6 +321,25 @@ def human_size(size: float | None) -> str:
     return f"{value:,.1f} GB"  # pragma: no cover
 
 
+def human_duration(seconds: float | None) -> str:
+    """A duration for people: ``850 ms``, ``12.5 s``, ``4 min 05 s``, ``3 h 02 min``, ``2 d 4 h``."""
+    if seconds is None or seconds != seconds or seconds < 0:
+        return ""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 59.95:
+        return f"{seconds:.1f} s"
+    if seconds > 1e12:
+        return "over 30,000 years"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes:02d} min"
+    return f"{hours // 24:,} d {hours % 24} h"
+
+
 def _json_text(value: object) -> str:
     from agentfolio import _json
 
@@ -517,8 +537,9 @@ def tools_of(session: Session) -> list[ToolInfo]:
 
 #: Unknown properties a renderer already draws in its own way.
 DRAWN_EXTRAS = frozenset({"success", "toolName", "altText", "exception"})
-#: Data-level properties drawn in their own way (outcomes of 2.0 states).
-DRAWN_DATA = frozenset({"terminalResults", "completionReceipts"})
+#: Data-level properties drawn in their own way (outcomes of 2.0 states, in the shared
+#: spelling and in Microsoft's Python prototype's).
+DRAWN_DATA = frozenset({"terminalResults", "completionReceipts", "responseMailbox", "completedCorrelations"})
 
 
 def _plain(value: Any) -> Any:
@@ -660,25 +681,21 @@ class Outcome:
         return " · ".join(parts)
 
 
-_RESULT_DRAWN = {"correlationId", "outcome", "completedAt", "resultExpiresAt", "response", "error"}
+_RESULT_DRAWN = {"correlationId", "outcome", "completedAt", "resultExpiresAt", "expiresAt", "response", "error"}
 _RESPONSE_DRAWN = {"messages", "value", "usage", "finishReason"}
 _RECEIPT_DRAWN = {"correlationId", "outcome", "completedAt", "resultState", "resultExpiresAt",
                   "resultUnavailableAt"}
 
 
 def outcomes(session: Session) -> dict[str, Outcome]:
-    """Every request's outcome a state records (``terminalResults``, ``completionReceipts``),
+    """Every request's outcome a state records (``terminalResults``, ``completionReceipts``;
+    Microsoft's Python prototype names them ``responseMailbox``, ``completedCorrelations``),
     by correlation id; empty for states before 2.0."""
     extra = session.data.extra if session.data is not None else {}
-    results = extra.get("terminalResults")
-    receipts = extra.get("completionReceipts")
     found: dict[str, Outcome] = {}
-    for key, result in (results.items() if isinstance(results, dict) else ()):
-        if isinstance(result, dict):
-            found[str(key)] = _outcome_of_result(str(key), result)
-    for key, receipt in (receipts.items() if isinstance(receipts, dict) else ()):
-        if not isinstance(receipt, dict):
-            continue
+    for key, result in _entries(extra, "terminalResults", "responseMailbox"):
+        found.setdefault(key, _outcome_of_result(key, result))
+    for key, receipt in _entries(extra, "completionReceipts", "completedCorrelations"):
         outcome = found.setdefault(str(key), Outcome(str(key)))
         outcome.outcome = outcome.outcome or _text(receipt.get("outcome"))
         outcome.completed_at = outcome.completed_at or _text(receipt.get("completedAt"))
@@ -691,6 +708,16 @@ def outcomes(session: Session) -> dict[str, Outcome]:
     return found
 
 
+def _entries(extra: Mapping[str, Any], *names: str) -> list[tuple[str, dict[str, Any]]]:
+    """The object members of each map named, in the order named."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for name in names:
+        value = extra.get(name)
+        if isinstance(value, dict):
+            found.extend((str(key), item) for key, item in value.items() if isinstance(item, dict))
+    return found
+
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -699,7 +726,8 @@ def _outcome_of_result(key: str, result: dict[str, Any]) -> Outcome:
     from pydantic import ValidationError
 
     outcome = Outcome(key, outcome=_text(result.get("outcome")), completed_at=_text(result.get("completedAt")),
-                      expires_at=_text(result.get("resultExpiresAt")), error=result.get("error"))
+                      expires_at=_text(result.get("resultExpiresAt", result.get("expiresAt"))),
+                      error=result.get("error"))
     response = result.get("response")
     if isinstance(response, dict):
         outcome.finish_reason = _text(response.get("finishReason"))

@@ -31,7 +31,7 @@ class Store:
         self.accounts = Accounts(engine)
         self.tokens = Tokens(engine)
         self.sessions = Sessions(engine, blobs, settings)
-        self.registry = RegistryStore(engine)
+        self.registry = RegistryStore(engine, idempotency_window=settings.idempotency_window)
         self.viewer_files = ViewerFiles(engine, blobs)
         self.jobs = Jobs(engine)
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentfolio import _json
+from agentfolio.present.search import entry_text
 
 BLOB_KEY = "$agentfolio:blob"
 # MessageBody parts: their payloads go to the blob store whatever their size.
@@ -124,39 +125,6 @@ def unpack_body(body: bytes, refs: str | None, fetch: Callable[[str], bytes]) ->
         stub = _json.dumps({BLOB_KEY: ref})
         body = body.replace(stub, fetch(ref.split("#", 1)[0]), 1)
     return body
-
-
-def search_text(text: str) -> str:
-    """Text as the search column holds it: lower-cased, NUL shown as U+FFFD.
-
-    PostgreSQL refuses NUL in text columns; the search text is derived, not the source
-    (the entry's exact JSON is kept as bytes), so queries are normalised the same way.
-    """
-    return text.lower().replace("\x00", "\ufffd")
-
-
-def entry_text(entry: Any, limit: int) -> str:
-    """Lower-cased text of an entry's messages: texts, reasoning, errors, tool names and data."""
-    if not isinstance(entry, dict):
-        return ""
-    parts: list[str] = []
-    size = 0
-    for message in _list(entry.get("messages")):
-        if not isinstance(message, dict):
-            continue
-        for content in _list(message.get("contents")):
-            if not isinstance(content, dict):
-                continue
-            for key in ("text", "message", "name", "arguments", "result", "content", "fileName", "snippet"):
-                value = content.get(key)
-                if value is None:
-                    continue
-                text = value if isinstance(value, str) else _json.dumps(value).decode()
-                parts.append(text)
-                size += len(text) + 1
-                if size >= limit:
-                    return search_text("\n".join(parts)[:limit])
-    return search_text("\n".join(parts))
 
 
 def parse_time(value: Any) -> float | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +40,11 @@ from agentfolio.store.accounts import Account
 from agentfolio.store.engine import read_transaction, write_transaction
 from agentfolio.store.errors import StoreError
 from agentfolio.store.registry import AccountRecord, RegistryStore, RegistryUnit
-from agentfolio.store.registry.bulk import insert_many as _insert_many
+from agentfolio.store.registry.base import Rows
+from agentfolio.store.registry.bulk import insert_many
+from agentfolio.store.registry_tables import (
+    otel_conversations as t_conversations,
+)
 from agentfolio.store.registry_tables import (
     registry_agent_versions as t_versions,
 )
@@ -59,6 +63,7 @@ from agentfolio.store.registry_tables import (
 from agentfolio.store.registry_tables import (
     registry_spans as t_spans,
 )
+from agentfolio.store.scope import AccountScope
 
 PARENT_MISSING = "parent_span_id names no span of this instance"
 _CHUNK = 500
@@ -76,8 +81,12 @@ class StoreUnavailable(StoreError):
 class WrittenSpans:
     inserted: int = 0
     duplicates: int = 0
-    #: Sessions whose spans changed (each LLM span's conversation).
+    #: Sessions that received an LLM span (each LLM span's conversation).
     sessions: set[str] = field(default_factory=set)
+    #: Session id → the payloads of the spans stored in it now (LLM spans or not).
+    added: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Sessions of spans sent again (already stored).
+    resent: set[str] = field(default_factory=set)
     #: (agent id, instance id) of every trace written to.
     instances: set[tuple[str, str]] = field(default_factory=set)
 
@@ -118,26 +127,202 @@ class OtelSpans:
                 time.sleep(0.01 * (attempt + 1))  # a concurrent request stored the same rows: re-check them
         raise AssertionError("unreachable")
 
+    def conversation(self, account: Account, session_id: str) -> tuple[ConversationRecord | None, int]:
+        """Where the session's conversation stands (``None``: never built), and how many
+        spans the session has now."""
+        with read_transaction(self.engine) as connection:
+            rows = OtelRows(connection, AccountScope(account.pk))
+            return rows.conversation(session_id), rows.session_span_count(session_id)
+
+    def keep_conversation(self, account: Account, session_id: str, record: ConversationRecord) -> None:
+        with write_transaction(self.engine) as connection:
+            OtelRows(connection, AccountScope(account.pk)).keep_conversation(session_id, record)
+
     def session_spans(self, account: Account, session_id: str, *,
                       limit: int = 10_000) -> tuple[list[dict[str, Any]], str | None]:
         """The stored OTel payloads of one session's spans in start order, and the agent
         (external identifier) its first span is filed under."""
         with read_transaction(self.engine) as connection:
-            rows = connection.execute(sa.select(t_spans.c.payload, t_agents.c.external_identifier)
-                                      .select_from(t_spans.join(t_agents, t_spans.c.agent_id == t_agents.c.id))
-                                      .where(t_spans.c.account_pk == account.pk, t_spans.c.session_id == session_id)
-                                      .order_by(t_spans.c.started_at, t_spans.c.id).limit(limit)).all()
+            rows = OtelRows(connection, AccountScope(account.pk)).session_spans(session_id, limit)
         payloads = [orjson.loads(row[0]) for row in rows]
         # Rows hold microseconds; spans starting within one microsecond keep their nanosecond order.
         payloads.sort(key=lambda p: (p.get("start_time_unix_nano") or 0, p.get("end_time_unix_nano") or 0))
         return payloads, (rows[0][1] if rows else None)
 
 
+@dataclass(frozen=True, slots=True)
+class ConversationRecord:
+    """Where a session built from spans stands: its state, the session version it
+    describes and how many of the session's spans it has taken."""
+
+    state: bytes
+    session_version: int
+    spans: int
+
+
+class OtelRows(Rows):
+    """The statements OTel ingest runs, each built through the account's scope: a span,
+    agent, schema version or instance of another account is never found or changed."""
+
+    def stored(self, span_ids: list[str]) -> set[str]:
+        """Which of these span ids are stored."""
+        found: set[str] = set()
+        for chunk in _chunks(span_ids):
+            found.update(self.conn.execute(self.scope.select(t_spans, t_spans.c.id)
+                                           .where(t_spans.c.id.in_(chunk))).scalars())
+        return found
+
+    def agents_of_spans(self, span_ids: list[str]) -> dict[str, str]:
+        """Stored span id → the external identifier of the agent it is filed under."""
+        found: dict[str, str] = {}
+        for chunk in _chunks(span_ids):
+            found.update(self.conn.execute(self.scope.select(t_spans, t_spans.c.id, t_agents.c.external_identifier)
+                                           .join(t_agents, t_spans.c.agent_id == t_agents.c.id)
+                                           .where(t_spans.c.id.in_(chunk))).all())
+        return found
+
+    def instances_of_spans(self, span_ids: list[str]) -> dict[str, str]:
+        """Stored span id → its instance id."""
+        found: dict[str, str] = {}
+        for chunk in _chunks(span_ids):
+            found.update(self.conn.execute(self.scope.select(t_spans, t_spans.c.id, t_spans.c.instance_id)
+                                           .where(t_spans.c.id.in_(chunk))).all())
+        return found
+
+    def agents_named(self, names: list[str]) -> dict[str, str]:
+        """Agent external identifier → agent id, for those of ``names`` that exist."""
+        found: dict[str, str] = {}
+        for chunk in _chunks(names):
+            found.update(self.conn.execute(self.scope.select(t_agents, t_agents.c.external_identifier, t_agents.c.id)
+                                           .where(t_agents.c.external_identifier.in_(chunk))).all())
+        return found
+
+    def insert_agent(self, **values: Any) -> None:
+        self.conn.execute(self.scope.insert(t_agents).values(**values))
+
+    def current_schema_version(self, agent_id: str) -> str | None:
+        return self.conn.execute(self.scope.select(t_agents, t_agents.c.current_schema_version_id)
+                                 .where(t_agents.c.id == agent_id)).scalar()
+
+    def schema_version_with(self, agent_id: str, fingerprint: str) -> str | None:
+        return self.conn.execute(self.scope.select(t_schema_versions, t_schema_versions.c.id).where(
+            t_schema_versions.c.agent_id == agent_id, t_schema_versions.c.fingerprint == fingerprint)
+            .limit(1)).scalar()
+
+    def insert_schema_version(self, **values: Any) -> None:
+        self.conn.execute(self.scope.insert(t_schema_versions).values(**values))
+
+    def run_schema_version(self, agent_id: str, version_id: str, stamp: int) -> None:
+        """Make ``version_id`` the agent's current schema version, and its deployments'."""
+        self.conn.execute(self.scope.update(t_agents).where(t_agents.c.id == agent_id).values(
+            current_schema_version_id=version_id, updated_at=stamp))
+        self.conn.execute(self.scope.update(t_deployments).where(t_deployments.c.agent_id == agent_id).values(
+            current_schema_version_id=version_id, updated_at=stamp))
+
+    def agent_version_with(self, agent_id: str, fingerprint: str) -> str | None:
+        return self.conn.execute(self.scope.select(t_versions, t_versions.c.id).where(
+            t_versions.c.agent_id == agent_id, t_versions.c.fingerprint == fingerprint)).scalar()
+
+    def insert_agent_version(self, agent_id: str, **values: Any) -> None:
+        """A new agent version, which becomes the agent's current one if it has none."""
+        self.conn.execute(self.scope.insert(t_versions).values(agent_id=agent_id, **values))
+        self.conn.execute(self.scope.update(t_agents).where(t_agents.c.id == agent_id,
+                                                            t_agents.c.current_version_id.is_(None))
+                          .values(current_version_id=values["id"]))
+
+    def instances_of_traces(self, agent_id: str, trace_ids: list[str]) -> list[Any]:
+        """The agent's instances for these trace ids (their external identifiers)."""
+        found: list[Any] = []
+        for chunk in _chunks(trace_ids):
+            found.extend(self.conn.execute(self.scope.select(
+                t_instances, t_instances.c.id, t_instances.c.external_identifier, t_instances.c.schema_version_id,
+                t_instances.c.started_at, t_instances.c.finished_at, t_instances.c.status).where(
+                t_instances.c.agent_id == agent_id, t_instances.c.external_identifier.in_(chunk))))
+        return found
+
+    def insert_instances(self, rows: list[dict[str, Any]]) -> None:
+        insert_many(self.conn, t_instances, self.scope.rows(rows))
+
+    def update_instance(self, instance_id: str, **changes: Any) -> None:
+        self.conn.execute(self.scope.update(t_instances).where(t_instances.c.id == instance_id).values(**changes))
+
+    def delete_instance_if_empty(self, instance_id: str) -> None:
+        # The spans of an instance are its account's: the instance's scope covers them.
+        self.conn.execute(self.scope.delete(t_instances).where(
+            t_instances.c.id == instance_id, ~sa.exists().where(t_spans.c.instance_id == t_instances.c.id)))
+
+    def service_instances(self, services: list[str], trace_ids: list[str]) -> list[tuple[str, str]]:
+        """(instance id, trace id) of the traces filed under one of these service agents."""
+        found: list[tuple[str, str]] = []
+        for chunk in _chunks(trace_ids):
+            found.extend(self.conn.execute(
+                self.scope.select(t_instances, t_instances.c.id, t_instances.c.external_identifier)
+                .join(t_agents, t_instances.c.agent_id == t_agents.c.id)
+                .where(t_agents.c.external_identifier.in_(services),
+                       t_instances.c.external_identifier.in_(chunk))).all())
+        return found
+
+    def span_tree(self, instance_id: str) -> list[tuple[str, str | None, str]]:
+        """(span id, parent span id, span type) of every span of the instance."""
+        return list(self.conn.execute(self.scope.select(t_spans, t_spans.c.id, t_spans.c.parent_span_id,
+                                                        t_spans.c.schema_name)
+                                      .where(t_spans.c.instance_id == instance_id)).all())
+
+    def move_spans(self, span_ids: list[str], **changes: Any) -> None:
+        for chunk in _chunks(span_ids):
+            self.conn.execute(self.scope.update(t_spans).where(t_spans.c.id.in_(chunk)).values(**changes))
+
+    def waiting_for(self, parent_ids: list[str]) -> list[Any]:
+        """Spans stored before their parent, among the children of ``parent_ids`` (through
+        the partial index of such spans)."""
+        found: list[Any] = []
+        for chunk in _chunks(parent_ids):
+            found.extend(self.conn.execute(self.scope.select(
+                t_spans, t_spans.c.id, t_spans.c.validation, t_spans.c.instance_id, t_spans.c.parent_span_id)
+                .where(t_spans.c.parent_found == sa.false(), t_spans.c.parent_span_id.in_(chunk))))
+        return found
+
+    def update_span(self, span_id: str, **changes: Any) -> None:
+        self.conn.execute(self.scope.update(t_spans).where(t_spans.c.id == span_id).values(**changes))
+
+    def insert_spans(self, rows: list[dict[str, Any]]) -> None:
+        insert_many(self.conn, t_spans, self.scope.rows(rows))
+
+    def session_span_count(self, session_id: str) -> int:
+        return int(self.conn.execute(self.scope.count(t_spans).where(t_spans.c.session_id == session_id))
+                   .scalar_one())
+
+    def conversation(self, session_id: str) -> ConversationRecord | None:
+        row = self.conn.execute(self.scope.select(t_conversations, t_conversations.c.state,
+                                                  t_conversations.c.session_version, t_conversations.c.spans)
+                                .where(t_conversations.c.session_id == session_id)).first()
+        return None if row is None else ConversationRecord(row.state, row.session_version, row.spans)
+
+    def keep_conversation(self, session_id: str, record: ConversationRecord) -> None:
+        self.conn.execute(self.scope.delete(t_conversations).where(t_conversations.c.session_id == session_id))
+        self.conn.execute(self.scope.insert(t_conversations).values(
+            session_id=session_id, state=record.state, session_version=record.session_version, spans=record.spans,
+            updated_at=now_us()))
+
+    def session_spans(self, session_id: str, limit: int) -> list[tuple[bytes, str | None]]:
+        """(payload, agent external identifier) of the session's spans in start order."""
+        return list(self.conn.execute(
+            self.scope.select(t_spans, t_spans.c.payload, t_agents.c.external_identifier)
+            .join(t_agents, t_spans.c.agent_id == t_agents.c.id)
+            .where(t_spans.c.session_id == session_id)
+            .order_by(t_spans.c.started_at, t_spans.c.id).limit(limit)).all())
+
+
+def _chunks(values: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(values), _CHUNK):
+        yield values[start:start + _CHUNK]
+
+
 class _Write:
     def __init__(self, registry: RegistryStore, connection: Connection, info: AccountRecord) -> None:
         self.registry = registry
-        self.unit = RegistryUnit(connection, info.account_pk, registry.versions)
-        self.conn = connection
+        self.unit = registry.unit(connection, info.account_pk)
+        self.rows = OtelRows(connection, AccountScope(info.account_pk))
         self.info = info
         self.pk = info.account_pk
         self.stamp = now_us()
@@ -159,9 +344,9 @@ class _Write:
                 result.duplicates += 1
             else:
                 fresh[row_id] = mapped
-        stored = self._existing(t_spans.c.id, list(fresh))
+        stored = self.rows.stored(list(fresh))
         for row_id in stored:
-            del fresh[row_id]
+            result.resent.add(fresh.pop(row_id).session_id)
         result.duplicates += len(stored)
         if not fresh:
             return result
@@ -185,7 +370,7 @@ class _Write:
                 validation = SpanValidation("invalid", (*validation.problems, SpanProblem(
                     "parent_span_id", "", PARENT_MISSING)), PARENT_MISSING)  # type: ignore[arg-type]
             rows.append({
-                "id": row_id, "account_pk": self.pk, "agent_id": agent_id, "instance_id": instance_id,
+                "id": row_id, "agent_id": agent_id, "instance_id": instance_id,
                 "schema_version_id": version.id, "parent_span_id": parent_id, "parent_found": parent_found,
                 "schema_name": mapped.schema_name, "status": mapped.status,
                 "payload": orjson.dumps(payload), "result_payload": None, "sensitive_encoding": False,
@@ -194,9 +379,10 @@ class _Write:
                 "session_id": mapped.session_id, "started_at": mapped.started_us, "finished_at": mapped.finished_us,
                 "inserted_at": self.stamp, "updated_at": self.stamp})
             result.instances.add((agent_id, instance_id))
+            result.added.setdefault(mapped.session_id, []).append(payload)
             if mapped.is_llm:
                 result.sessions.add(mapped.session_id)
-        _insert_many(self.conn, t_spans, rows)
+        self.rows.insert_spans(rows)
         self._rehome(fresh, agent_of, agents, instance_of)
         self._found_children(list(fresh))
         result.inserted = len(rows)
@@ -204,26 +390,12 @@ class _Write:
 
     # -- lookups --------------------------------------------------------------------------
 
-    def _existing(self, column: Any, values: Iterable[str]) -> set[str]:
-        found: set[str] = set()
-        values = list(values)
-        for start in range(0, len(values), _CHUNK):
-            found.update(self.conn.execute(sa.select(column).where(
-                t_spans.c.account_pk == self.pk, column.in_(values[start:start + _CHUNK]))).scalars())
-        return found
-
     def _agents_of(self, fresh: dict[str, MappedSpan]) -> dict[str, str]:
         """Each span's agent identifier: its own (or an ancestor's in this request), else
         its stored parent's, else its service (until its parent arrives: :meth:`_rehome`)."""
         parent_ids = {row_id: self._id(m.trace_id, m.span.parent_span_id)
                       for row_id, m in fresh.items() if m.agent_hint is None and m.span.parent_span_id}
-        stored_parent: dict[str, str] = {}
-        outside = sorted(set(parent_ids.values()) - fresh.keys())
-        for start in range(0, len(outside), _CHUNK):
-            stored_parent.update(self.conn.execute(
-                sa.select(t_spans.c.id, t_agents.c.external_identifier)
-                .select_from(t_spans.join(t_agents, t_spans.c.agent_id == t_agents.c.id))
-                .where(t_spans.c.account_pk == self.pk, t_spans.c.id.in_(outside[start:start + _CHUNK]))).all())
+        stored_parent = self.rows.agents_of_spans(sorted(set(parent_ids.values()) - fresh.keys()))
         resolved: dict[str, str] = {}
 
         def resolve(row_id: str) -> str:
@@ -252,20 +424,14 @@ class _Write:
 
     def _agent_rows(self, names: set[str]) -> dict[str, str]:
         """Agent identifier → agent id, creating the agents not seen before."""
-        found: dict[str, str] = {}
         wanted = sorted(names)
-        for start in range(0, len(wanted), _CHUNK):
-            found.update(self.conn.execute(sa.select(t_agents.c.external_identifier, t_agents.c.id).where(
-                t_agents.c.account_pk == self.pk,
-                t_agents.c.external_identifier.in_(wanted[start:start + _CHUNK])))
-                .all())
+        found = self.rows.agents_named(wanted)
         for name in wanted:
             if name not in found:
                 agent_id = ids.new_id(self.info.partition)
-                self.conn.execute(sa.insert(t_agents).values(
-                    id=agent_id, account_pk=self.pk, name=name, external_identifier=name,
-                    description="Seen in OpenTelemetry spans", status="active", inserted_at=self.stamp,
-                    updated_at=self.stamp))
+                self.rows.insert_agent(id=agent_id, name=name, external_identifier=name,
+                                       description="Seen in OpenTelemetry spans", status="active",
+                                       inserted_at=self.stamp, updated_at=self.stamp)
                 found[name] = agent_id
         return found
 
@@ -278,9 +444,7 @@ class _Write:
         return {agent_id: self._declare(agent_id, seen) for agent_id, seen in names.items()}
 
     def _declare(self, agent_id: str, seen: set[str]) -> CompiledSchemaVersion:
-        version_id = self.conn.execute(sa.select(t_agents.c.current_schema_version_id).where(
-            t_agents.c.id == agent_id)).scalar()
-        compiled = self.unit.compiled(version_id)
+        compiled = self.unit.compiled(self.rows.current_schema_version(agent_id))
         declared = dict(compiled.span_types) if compiled else {}
         missing = sorted(seen - declared.keys())
         if compiled is not None and not missing:
@@ -289,19 +453,14 @@ class _Write:
             declared[name] = otel_span_type(name)
         draft = SchemaVersionDraft(None, agent_id, None, declared)
         fingerprint = draft.fingerprint()
-        new_id = self.conn.execute(sa.select(t_schema_versions.c.id).where(
-            t_schema_versions.c.agent_id == agent_id, t_schema_versions.c.fingerprint == fingerprint)
-            .limit(1)).scalar()
+        new_id = self.rows.schema_version_with(agent_id, fingerprint)
         if new_id is None:
             new_id = ids.new_id(self.info.partition)
-            self.conn.execute(sa.insert(t_schema_versions).values(
-                id=new_id, account_pk=self.pk, agent_id=agent_id, external_identifier="opentelemetry",
-                fingerprint=fingerprint, span_type_schemas=orjson.dumps(draft.span_type_schemas_json()),
-                quality_schemas=b"{}", inserted_at=self.stamp, updated_at=self.stamp))
-        self.conn.execute(sa.update(t_agents).where(t_agents.c.id == agent_id).values(
-            current_schema_version_id=new_id, updated_at=self.stamp))
-        self.conn.execute(sa.update(t_deployments).where(t_deployments.c.agent_id == agent_id).values(
-            current_schema_version_id=new_id, updated_at=self.stamp))
+            self.rows.insert_schema_version(
+                id=new_id, agent_id=agent_id, external_identifier="opentelemetry", fingerprint=fingerprint,
+                span_type_schemas=orjson.dumps(draft.span_type_schemas_json()), quality_schemas=b"{}",
+                inserted_at=self.stamp, updated_at=self.stamp)
+        self.rows.run_schema_version(agent_id, new_id, self.stamp)
         compiled = CompiledSchemaVersion.from_draft(draft, new_id)
         self.registry.versions.put(compiled)
         return compiled
@@ -318,13 +477,8 @@ class _Write:
             by_agent[agent_id].append(trace_id)
         existing: dict[tuple[str, str], Any] = {}
         for agent_id, trace_ids in by_agent.items():
-            for start in range(0, len(trace_ids), _CHUNK):
-                for found in self.conn.execute(sa.select(
-                        t_instances.c.id, t_instances.c.external_identifier, t_instances.c.schema_version_id,
-                        t_instances.c.started_at, t_instances.c.finished_at, t_instances.c.status).where(
-                        t_instances.c.agent_id == agent_id,
-                        t_instances.c.external_identifier.in_(trace_ids[start:start + _CHUNK]))):
-                    existing[(agent_id, found.external_identifier)] = found
+            for found in self.rows.instances_of_traces(agent_id, trace_ids):
+                existing[(agent_id, found.external_identifier)] = found
         out: dict[tuple[str, str], str] = {}
         version_rows: dict[str, str] = {}
         deployments: dict[str, str] = {}
@@ -347,8 +501,7 @@ class _Write:
                 if root is not None and row.status == "active":
                     changes.update(status=status, finished_at=finished)
                 if changes:
-                    changes["updated_at"] = self.stamp
-                    self.conn.execute(sa.update(t_instances).where(t_instances.c.id == row.id).values(**changes))
+                    self.rows.update_instance(row.id, updated_at=self.stamp, **changes)
                 out[key] = row.id
                 continue
             if agent_id not in version_rows:
@@ -357,7 +510,7 @@ class _Write:
                                                            self.info.default_environment_id)
             instance_id = ids.new_id(self.info.partition)
             new_rows.append({
-                "id": instance_id, "account_pk": self.pk, "agent_id": agent_id,
+                "id": instance_id, "agent_id": agent_id,
                 "agent_version_id": version_rows[agent_id], "schema_version_id": version_id,
                 "environment_id": self.info.default_environment_id, "deployment_id": deployments[agent_id],
                 "status": status, "external_identifier": trace_id, "purpose": "live",
@@ -365,33 +518,24 @@ class _Write:
                 "started_at": started, "finished_at": finished, "inserted_at": self.stamp, "updated_at": self.stamp})
             out[key] = instance_id
         if new_rows:
-            _insert_many(self.conn, t_instances, new_rows)
+            self.rows.insert_instances(new_rows)
         return out
 
     def _agent_version(self, agent_id: str) -> str:
         fingerprint = hashlib.sha256(orjson.dumps(_OTEL_VERSION, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        found = self.conn.execute(sa.select(t_versions.c.id).where(
-            t_versions.c.agent_id == agent_id, t_versions.c.fingerprint == fingerprint)).scalar()
+        found = self.rows.agent_version_with(agent_id, fingerprint)
         if isinstance(found, str):
             return found
         version_id = ids.new_id(self.info.partition)
-        self.conn.execute(sa.insert(t_versions).values(
-            id=version_id, account_pk=self.pk, agent_id=agent_id, name=_OTEL_VERSION["name"], fingerprint=fingerprint,
-            inserted_at=self.stamp))
-        self.conn.execute(sa.update(t_agents).where(t_agents.c.id == agent_id,
-                                                    t_agents.c.current_version_id.is_(None)).values(
-            current_version_id=version_id))
+        self.rows.insert_agent_version(agent_id, id=version_id, name=_OTEL_VERSION["name"], fingerprint=fingerprint,
+                                       inserted_at=self.stamp)
         return version_id
 
     def _parents(self, fresh: dict[str, MappedSpan], instance_of: dict[str, str]) -> dict[str, str]:
         """Parent row id → its instance id, for every parent named (in this request or stored)."""
         wanted = {self._id(m.trace_id, m.span.parent_span_id) for m in fresh.values() if m.span.parent_span_id}
         out = {row_id: instance_of[row_id] for row_id in wanted if row_id in fresh}
-        stored = sorted(wanted - fresh.keys())
-        for start in range(0, len(stored), _CHUNK):
-            out.update(self.conn.execute(sa.select(t_spans.c.id, t_spans.c.instance_id).where(
-                t_spans.c.account_pk == self.pk, t_spans.c.id.in_(stored[start:start + _CHUNK])))
-                .all())
+        out.update(self.rows.instances_of_spans(sorted(wanted - fresh.keys())))
         return out
 
     def _rehome(self, fresh: dict[str, MappedSpan], agent_of: dict[str, str], agents: dict[str, str],
@@ -406,19 +550,12 @@ class _Write:
         traces = sorted({m.trace_id for m in named.values()})
         services = sorted({m.service_name for m in named.values()})
         fallbacks: dict[str, list[str]] = defaultdict(list)  # trace id → instance ids filed under a service
-        for start in range(0, len(traces), _CHUNK):
-            for instance_id, trace_id in self.conn.execute(
-                    sa.select(t_instances.c.id, t_instances.c.external_identifier)
-                    .select_from(t_instances.join(t_agents, t_instances.c.agent_id == t_agents.c.id))
-                    .where(t_instances.c.account_pk == self.pk, t_agents.c.external_identifier.in_(services),
-                           t_instances.c.external_identifier.in_(traces[start:start + _CHUNK]))).all():
-                fallbacks[trace_id].append(instance_id)
+        for instance_id, trace_id in self.rows.service_instances(services, traces):
+            fallbacks[trace_id].append(instance_id)
         for trace_id, instance_ids in fallbacks.items():
             for fallback in instance_ids:
                 children: dict[str, list[tuple[str, str]]] = defaultdict(list)
-                for span_id, parent_id, schema_name in self.conn.execute(sa.select(
-                        t_spans.c.id, t_spans.c.parent_span_id, t_spans.c.schema_name).where(
-                        t_spans.c.instance_id == fallback)).all():
+                for span_id, parent_id, schema_name in self.rows.span_tree(fallback):
                     if parent_id is not None:
                         children[parent_id].append((span_id, schema_name))
                 moved_any = False
@@ -435,39 +572,29 @@ class _Write:
                         continue
                     agent_id = agents[agent_of[row_id]]
                     version = self._declare(agent_id, {name for _, name in moving})
-                    self.conn.execute(sa.update(t_instances).where(t_instances.c.id == instance_of[row_id]).values(
-                        schema_version_id=version.id, updated_at=self.stamp))
-                    moved = [span_id for span_id, _ in moving]
-                    for start in range(0, len(moved), _CHUNK):
-                        self.conn.execute(sa.update(t_spans).where(t_spans.c.id.in_(moved[start:start + _CHUNK]))
-                                          .values(agent_id=agent_id, instance_id=instance_of[row_id],
-                                                  schema_version_id=version.id, updated_at=self.stamp))
+                    self.rows.update_instance(instance_of[row_id], schema_version_id=version.id,
+                                              updated_at=self.stamp)
+                    self.rows.move_spans([span_id for span_id, _ in moving], agent_id=agent_id,
+                                         instance_id=instance_of[row_id], schema_version_id=version.id,
+                                         updated_at=self.stamp)
                     moved_any = True
-                if moved_any and self.conn.execute(sa.select(t_spans.c.id).where(
-                        t_spans.c.instance_id == fallback).limit(1)).first() is None:
-                    self.conn.execute(sa.delete(t_instances).where(t_instances.c.id == fallback))
+                if moved_any:
+                    self.rows.delete_instance_if_empty(fallback)
 
     def _found_children(self, new_ids: list[str]) -> None:
         """Spans stored before their parent (now here) stop being flagged for it."""
-        for start in range(0, len(new_ids), _CHUNK):
-            children = self.conn.execute(sa.select(t_spans.c.id, t_spans.c.validation, t_spans.c.instance_id,
-                                                   t_spans.c.parent_span_id).where(
-                t_spans.c.account_pk == self.pk, t_spans.c.parent_found.is_(False),
-                t_spans.c.parent_span_id.in_(new_ids[start:start + _CHUNK]))).all()
-            if not children:
+        children = self.rows.waiting_for(new_ids)
+        if not children:
+            return
+        parents = self.rows.instances_of_spans(sorted({child.parent_span_id for child in children}))
+        for child in children:
+            if parents.get(child.parent_span_id) != child.instance_id:
                 continue
-            parents = dict(self.conn.execute(sa.select(t_spans.c.id, t_spans.c.instance_id).where(
-                t_spans.c.id.in_({child.parent_span_id for child in children})))
-                .all())
-            for child in children:
-                if parents.get(child.parent_span_id) != child.instance_id:
-                    continue
-                recorded = orjson.loads(child.validation) if child.validation else {}
-                problems = [p for p in recorded.get("problems", []) if p.get("part") != "parent_span_id"]
-                notes = [n for n in (recorded.get("note") or "").split("; ") if n and n != PARENT_MISSING]
-                status = "invalid" if problems else ("unchecked" if notes else "valid")
-                self.conn.execute(sa.update(t_spans).where(t_spans.c.id == child.id).values(
-                    parent_found=True, validation_status=status,
-                    validation=None if status == "valid" else orjson.dumps(
-                        {"status": status, "problems": problems, "note": "; ".join(notes) or None}),
-                    updated_at=self.stamp))
+            recorded = orjson.loads(child.validation) if child.validation else {}
+            problems = [p for p in recorded.get("problems", []) if p.get("part") != "parent_span_id"]
+            notes = [n for n in (recorded.get("note") or "").split("; ") if n and n != PARENT_MISSING]
+            status = "invalid" if problems else ("unchecked" if notes else "valid")
+            self.rows.update_span(child.id, parent_found=True, validation_status=status,
+                                  validation=None if status == "valid" else orjson.dumps(
+                                      {"status": status, "problems": problems, "note": "; ".join(notes) or None}),
+                                  updated_at=self.stamp)

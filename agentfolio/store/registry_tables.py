@@ -148,6 +148,8 @@ registry_instances = sa.Table(
     sa.UniqueConstraint("agent_id", "external_identifier"),
     sa.Index(None, "account_pk", "id"),
     sa.Index(None, "agent_id", "id"),
+    # The trace list in start order.
+    sa.Index("ix_registry_instances_started", "account_pk", "started_at", "id"),
 )
 
 registry_spans = sa.Table(
@@ -177,10 +179,55 @@ registry_spans = sa.Table(
     sa.Index(None, "account_pk", "id"),
     sa.Index(None, "agent_id", "id"),
     sa.Index(None, "account_pk", "session_id"),
+    # A span's children in start order: the trace page walks the tree a page at a time.
+    sa.Index("ix_registry_spans_tree", "instance_id", "parent_span_id", "started_at", "id"),
+    # A trace's roots (no parent, or a parent not among its spans), in start order.
+    sa.Index("ix_registry_spans_roots", "instance_id", "started_at", "id",
+             sqlite_where=sa.text("parent_found IS NOT 1"), postgresql_where=sa.text("parent_found IS NOT true")),
 )
 
-# A replayed request (same account, operation and key) answers with the first result;
-# the same key with another body is refused.  ``body_hash``: SHA-256 of the canonical body.
+# Per trace (instance): how many spans, failed spans and spans failing validation, and
+# when its spans start and end.  Kept
+# by triggers on ``registry_spans`` (migration ``0005_trace_pages``) whatever writes the
+# spans, so listing traces never counts spans.
+registry_trace_stats = sa.Table(
+    "registry_trace_stats", metadata,
+    sa.Column("instance_id", Id, sa.ForeignKey("registry_instances.id", ondelete="CASCADE"), primary_key=True),
+    _account(),
+    sa.Column("span_count", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("failed_count", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("invalid_count", sa.BigInteger, nullable=False, server_default="0"),
+    # The timeline's bounds: first span start, last span end (they only widen).
+    sa.Column("first_start", sa.BigInteger, nullable=True),
+    sa.Column("last_end", sa.BigInteger, nullable=True),
+)
+
+# Spans stored before their parent, found again when the parent arrives: a partial index,
+# so the lookup costs the orphans' count, never the account's spans.
+sa.Index("ix_registry_spans_parent_missing", registry_spans.c.account_pk, registry_spans.c.parent_span_id,
+         sqlite_where=registry_spans.c.parent_found == sa.false(),
+         postgresql_where=registry_spans.c.parent_found == sa.false())
+
+# Where each conversation built from OTel spans stands (the conversation state of
+# ``agentfolio.otel.conversation``), so later spans extend its session instead of
+# building it again: the session version it describes and how many of the session's
+# spans it has taken (another count means spans arrived elsewhere: build it again).
+otel_conversations = sa.Table(
+    "otel_conversations", metadata,
+    sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), primary_key=True,
+              autoincrement=False),
+    sa.Column("session_id", sa.String(200), primary_key=True),
+    sa.Column("state", Json, nullable=False),
+    sa.Column("session_version", sa.BigInteger, nullable=False),
+    sa.Column("spans", sa.Integer, nullable=False),
+    sa.Column("updated_at", Micros, nullable=False),
+)
+
+# A replayed request (same account, operation and key) answers again; the same key with
+# another body is refused.  ``body_hash``: SHA-256 of the canonical body; ``resource_id``:
+# what the first request made or changed, whose answer a replay reads again.  ``response``
+# is kept only where nothing is left to read (a deletion's answer).  Records expire
+# ``idempotency_window`` seconds after ``inserted_at``.
 registry_idempotency = sa.Table(
     "registry_idempotency", metadata,
     sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), primary_key=True,
@@ -189,6 +236,8 @@ registry_idempotency = sa.Table(
     sa.Column("key", sa.String(128), primary_key=True),
     sa.Column("body_hash", sa.String(64), nullable=False),
     sa.Column("status", sa.Integer, nullable=False),
-    sa.Column("response", Json, nullable=False),
+    sa.Column("response", Json, nullable=True),
+    sa.Column("resource_id", Id, nullable=True),
     sa.Column("inserted_at", Micros, nullable=False),
+    sa.Index(None, "inserted_at"),
 )

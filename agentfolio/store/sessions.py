@@ -11,7 +11,7 @@ import re
 import secrets
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC
 from typing import Any
 
@@ -22,8 +22,11 @@ from sqlalchemy.exc import IntegrityError
 
 from agentfolio import _json
 from agentfolio.formats import durable_state
+from agentfolio.formats.base import ReadResult
 from agentfolio.formats.errors import FormatError, Problem, json_pointer
 from agentfolio.model import Entry
+from agentfolio.present.activity import EntryFacts, SessionFacts, entry_facts, response_latencies, session_facts
+from agentfolio.present.search import entry_text, search_text
 from agentfolio.settings import Settings
 from agentfolio.store.accounts import Account
 from agentfolio.store.blob_refs import keep_blobs, point_at_blobs
@@ -33,7 +36,6 @@ from agentfolio.store.documents import (
     assemble,
     head_with_history,
     pack_entry,
-    search_text,
     split_document,
     unpack_body,
 )
@@ -45,6 +47,9 @@ SESSION_ID = re.compile(r"[A-Za-z0-9@][A-Za-z0-9._:@-]{0,199}")
 SESSION_ID_RULE = "1-200 letters, digits, '.', '_', ':', '@' or '-', starting with a letter, digit or '@'"
 _ENTRY = TypeAdapter(Entry)
 _INSERT_BATCH = 1000
+#: How the facts a session row carries were counted (present.activity); a row counted
+#: otherwise, or not at all (written before they were kept), is counted again when listed.
+FACTS_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +64,16 @@ class SessionInfo:
     first_activity_at: float | None
     last_activity_at: float | None
     expires_at: float | None
+    #: What the sessions list shows of it (first user message, tokens, failures), counted
+    #: when it was written; None when read without them.
+    facts: SessionFacts | None = None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from the history's first time to its last, when it has two."""
+        if self.first_activity_at is None or self.last_activity_at is None:
+            return None
+        return self.last_activity_at - self.first_activity_at
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "agent": self.agent, "schemaVersion": self.schema_version,
@@ -92,6 +107,50 @@ def iso(moment: float | None) -> str | None:
 _INFO_COLUMNS = (sessions.c.pk, sessions.c.id, sessions.c.agent, sessions.c.schema_version, sessions.c.version,
                  sessions.c.entry_count, sessions.c.created_at, sessions.c.updated_at,
                  sessions.c.first_activity_at, sessions.c.last_activity_at)
+_COUNTS = ("input_tokens", "output_tokens", "total_tokens", "usage_responses", "tool_calls", "failed_tools", "errors")
+_FACT_COLUMNS = (sessions.c.first_user_text, *(sessions.c[name] for name in _COUNTS), sessions.c.facts_version)
+#: How the sessions list may be ordered: a name for each column people sort by.
+SORTS: dict[str, Any] = {
+    "updated": sessions.c.updated_at,
+    "created": sessions.c.created_at,
+    "first_activity": sa.func.coalesce(sessions.c.first_activity_at, sessions.c.created_at),
+    "last_activity": sa.func.coalesce(sessions.c.last_activity_at, sessions.c.updated_at),
+    "duration": sessions.c.last_activity_at - sessions.c.first_activity_at,
+    "entries": sessions.c.entry_count,
+    "tokens": sessions.c.total_tokens,
+    "errors": sessions.c.errors,
+    "failed_tools": sessions.c.failed_tools,
+    "agent": sessions.c.agent,
+    "id": sessions.c.id,
+}
+
+
+#: Most tokens one entry counts for in the stored sums: any record's usage sums without
+#: overflowing a 64-bit column (2**31 entries of this many), however large it claims to be.
+TOKEN_CAP = 2**32
+
+
+def _capped(count: int | None) -> int | None:
+    return None if count is None else max(0, min(count, TOKEN_CAP))
+
+
+def _entry_counts(facts: EntryFacts, latency: float | None) -> dict[str, Any]:
+    """An entry row's counted columns (NULL rather than 0, so rows stay small)."""
+    return {"latency": latency, "input_tokens": _capped(facts.input_tokens),
+            "output_tokens": _capped(facts.output_tokens), "total_tokens": _capped(facts.total_tokens),
+            "tool_calls": facts.tool_calls or None,
+            "failed_tools": facts.failed_tools or None, "errors": facts.errors or None,
+            "roles": facts.roles_text[:100] or None}
+
+
+def _session_counts(total: SessionFacts) -> dict[str, Any]:
+    # Sums capped well inside 64 bits, so appends (each entry capped at TOKEN_CAP) never overflow.
+    return {"first_user_text": total.first_user_text,
+            **{name: max(0, min(getattr(total, name), 2**62)) for name in _COUNTS}, "facts_version": FACTS_VERSION}
+
+
+def _latest_request(facts: Sequence[EntryFacts]) -> float | None:
+    return next((item.at for item in reversed(facts) if item.kind == "request" and item.at is not None), None)
 
 
 class Sessions:
@@ -113,17 +172,23 @@ class Sessions:
 
     def _info(self, row: Any) -> SessionInfo:
         ttl = self.settings.session_ttl
+        mapping = row._mapping
+        facts = None
+        if mapping.get("facts_version") == FACTS_VERSION:
+            facts = SessionFacts(first_user_text=row.first_user_text, **{name: mapping[name] for name in _COUNTS})
         return SessionInfo(id=row.id, agent=row.agent, schema_version=row.schema_version, version=row.version,
                            entry_count=row.entry_count, created_at=row.created_at, updated_at=row.updated_at,
                            first_activity_at=row.first_activity_at, last_activity_at=row.last_activity_at,
-                           expires_at=row.updated_at + ttl if ttl > 0 else None)
+                           expires_at=row.updated_at + ttl if ttl > 0 else None, facts=facts)
 
-    def _insert_entries(self, connection: Connection, session_pk: int, first: int, packed: list[PackedEntry]) -> None:
+    def _insert_entries(self, connection: Connection, session_pk: int, first: int, packed: list[PackedEntry],
+                        counted: Sequence[tuple[EntryFacts, float | None]]) -> None:
         """The entries and the blobs they point at: the blobs' bytes are stored first."""
         references = keep_blobs(connection, self.blobs, session_pk, first, packed)
         rows = [{"session_pk": session_pk, "position": first + index, "kind": entry.kind,
-                 "created_at": entry.created_at, "body": entry.body, "blobs": entry.blob_refs, "text": entry.text}
-                for index, entry in enumerate(packed)]
+                 "created_at": entry.created_at, "body": entry.body, "blobs": entry.blob_refs, "text": entry.text,
+                 **_entry_counts(*counts)}
+                for index, (entry, counts) in enumerate(zip(packed, counted, strict=True))]
         for start in range(0, len(rows), _INSERT_BATCH):
             connection.execute(sa.insert(entries), rows[start:start + _INSERT_BATCH])
         point_at_blobs(connection, references)
@@ -136,7 +201,8 @@ class Sessions:
 
     def info(self, account: Account, session_id: str) -> SessionInfo:
         with read_transaction(self.engine) as connection:
-            row = connection.execute(sa.select(*_INFO_COLUMNS).where(self._visible(account, session_id))).first()
+            row = connection.execute(sa.select(*_INFO_COLUMNS, *_FACT_COLUMNS)
+                                     .where(self._visible(account, session_id))).first()
         if row is None:
             raise NotFound(f"no session {session_id!r}")
         return self._info(row)
@@ -201,32 +267,110 @@ class Sessions:
                                       ).scalar_one_or_none()
 
     def list(self, account: Account | None, *, agent: str | None = None, since: float | None = None,
-             until: float | None = None, text: str | None = None, limit: int = 50,
-             offset: int = 0) -> list[SessionInfo]:
-        """Sessions newest-written first; ``since``/``until`` match the history's own times,
-        ``text`` any message text (case-insensitive substring)."""
-        query = sa.select(*_INFO_COLUMNS)
+             until: float | None = None, text: str | None = None, agent_contains: str | None = None,
+             sort: str = "updated", descending: bool = True, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
+        """Sessions newest-written first (or by ``sort``, one of :data:`SORTS`), each with
+        its counted facts; ``since``/``until`` match the history's own times, ``text`` any
+        message text and ``agent_contains`` part of the agent's name (both case-insensitive)."""
+        order = SORTS.get(sort, SORTS["updated"])
+        order = order.desc().nulls_last() if descending else order.asc().nulls_last()
+        query = (sa.select(*_INFO_COLUMNS, *_FACT_COLUMNS)
+                 .where(*self._filters(account, agent=agent, since=since, until=until, text=text,
+                                       agent_contains=agent_contains))
+                 .order_by(order, sessions.c.id).limit(limit).offset(offset))
+        with read_transaction(self.engine) as connection:
+            rows = connection.execute(query).all()
+        if any(row.facts_version != FACTS_VERSION for row in rows):
+            for row in rows:
+                if row.facts_version != FACTS_VERSION:
+                    self._count_facts(row.pk)
+            with read_transaction(self.engine) as connection:
+                rows = connection.execute(query).all()
+        return [self._info(row) for row in rows]
+
+    def _count_facts(self, session_pk: int) -> None:
+        """Count a session written before its facts were kept (or counted by older rules):
+        read it whole once, then write its entries' facts and its own."""
+        with read_transaction(self.engine) as connection:
+            owner = connection.execute(sa.select(sessions.c.account_pk, sessions.c.id)
+                                       .where(sessions.c.pk == session_pk)).first()
+        if owner is None:
+            return
+        try:
+            info, data = self._read(Account(owner.account_pk, ""), owner.id, None)
+            session = durable_state.read_bytes(data, strict=False, source=owner.id).session
+        except (NotFound, FormatError):
+            return
+        total, per_entry, latencies = session_facts(session)
+        if len(per_entry) != info.entry_count:
+            return
+        with write_transaction(self.engine) as connection:
+            counted = connection.execute(sa.update(sessions).where(sessions.c.pk == session_pk,
+                                                                   sessions.c.version == info.version)
+                                         .values(last_request_at=_latest_request(per_entry), **_session_counts(total)))
+            if counted.rowcount != 1:
+                return  # written meanwhile: the next list counts it again
+            # Bound names other than the columns' own (SQLAlchemy keeps those for itself).
+            rows = [{"at": position, **{"new_" + name: value for name, value in _entry_counts(facts, latency).items()}}
+                    for position, (facts, latency) in enumerate(zip(per_entry, latencies, strict=True))]
+            names = _entry_counts(EntryFacts(kind="?"), None)
+            statement = (sa.update(entries).where(entries.c.session_pk == session_pk,
+                                                  entries.c.position == sa.bindparam("at"))
+                         .values({name: sa.bindparam("new_" + name) for name in names}))
+            for start in range(0, len(rows), _INSERT_BATCH):
+                connection.execute(statement, rows[start:start + _INSERT_BATCH])
+
+    def count(self, account: Account | None, *, agent: str | None = None, since: float | None = None,
+              until: float | None = None, text: str | None = None, agent_contains: str | None = None) -> int:
+        """How many sessions :meth:`list` would page through with the same filters."""
+        query = sa.select(sa.func.count()).select_from(sessions).where(
+            *self._filters(account, agent=agent, since=since, until=until, text=text, agent_contains=agent_contains))
+        with read_transaction(self.engine) as connection:
+            return int(connection.execute(query).scalar_one())
+
+    def _filters(self, account: Account | None, *, agent: str | None, since: float | None, until: float | None,
+                 text: str | None, agent_contains: str | None) -> tuple[Any, ...]:
+        conditions = []
         if account is not None:
-            query = query.where(sessions.c.account_pk == account.pk)
+            conditions.append(sessions.c.account_pk == account.pk)
         cutoff = self._cutoff()
         if cutoff is not None:
-            query = query.where(sessions.c.updated_at >= cutoff)
+            conditions.append(sessions.c.updated_at >= cutoff)
         if agent is not None:
             # No stored agent holds a NUL (create refuses it; PostgreSQL could not store it).
-            query = query.where(sa.false() if "\x00" in agent else sessions.c.agent == agent)
+            conditions.append(sa.false() if "\x00" in agent else sessions.c.agent == agent)
+        if agent_contains:
+            conditions.append(sa.false() if "\x00" in agent_contains else
+                              sa.func.lower(sessions.c.agent).like(_contains(agent_contains.lower()), escape="\\"))
         activity_end = sa.func.coalesce(sessions.c.last_activity_at, sessions.c.updated_at)
         activity_start = sa.func.coalesce(sessions.c.first_activity_at, sessions.c.created_at)
         if since is not None:
-            query = query.where(activity_end >= since)
+            conditions.append(activity_end >= since)
         if until is not None:
-            query = query.where(activity_start <= until)
+            conditions.append(activity_start <= until)
         if text:
-            pattern = "%" + search_text(text).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            query = query.where(sa.exists().where(entries.c.session_pk == sessions.c.pk,
-                                                  entries.c.text.like(pattern, escape="\\")))
-        query = query.order_by(sessions.c.updated_at.desc(), sessions.c.id).limit(limit).offset(offset)
+            conditions.append(sa.exists().where(entries.c.session_pk == sessions.c.pk,
+                                                entries.c.text.like(_contains(search_text(text)), escape="\\")))
+        return tuple(conditions)
+
+    def match_snippets(self, account: Account, session_ids: Sequence[str], text: str,
+                       width: int = 160) -> dict[str, str]:
+        """For each session, the text around the first place ``text`` occurs in its messages."""
+        needle = search_text(text)
+        if not needle or not session_ids:
+            return {}
+        found: dict[str, str] = {}
         with read_transaction(self.engine) as connection:
-            return [self._info(row) for row in connection.execute(query)]
+            keys = dict(connection.execute(sa.select(sessions.c.id, sessions.c.pk).where(
+                sessions.c.account_pk == account.pk, sessions.c.id.in_(list(session_ids)))).all())
+            for session_id, session_pk in keys.items():
+                row = connection.execute(
+                    sa.select(entries.c.body, entries.c.blobs, entries.c.text)
+                    .where(entries.c.session_pk == session_pk, entries.c.text.like(_contains(needle), escape="\\"))
+                    .order_by(entries.c.position).limit(1)).first()
+                if row is not None:
+                    found[session_id] = _snippet(row, needle, width, self.settings.search_text_limit)
+        return found
 
     def iter_all(self, account: Account | None = None) -> Iterator[SessionInfo]:
         offset = 0
@@ -248,9 +392,14 @@ class Sessions:
             raise InvalidInput("agent must be 1-200 characters")
         if agent is not None and "\x00" in agent:
             raise InvalidInput("agent must not contain NUL characters")
-        problems = check_document(document, strict=strict)
+        read = check_document(document, strict=strict)
+        problems = read.problems
         head, history_at, history = split_document(document)
         packed = [self._pack(entry) for entry in history]
+        total, per_entry, latencies = session_facts(read.session)
+        if len(per_entry) != len(packed):  # not one model entry per JSON entry: count what was read
+            per_entry = [EntryFacts(kind=entry.kind or "?", at=entry.created_at) for entry in packed]
+            latencies = [None] * len(packed)
         times = [entry.created_at for entry in packed if entry.created_at is not None]
         now = time.time()
         session_id = session_id or secrets.token_hex(16)
@@ -263,8 +412,9 @@ class Sessions:
                     head=head, history_at=history_at, version=1, entry_count=len(packed), created_at=now,
                     updated_at=now, first_activity_at=min(times, default=None),
                     last_activity_at=max(times, default=None), source_hash=source_hash,
+                    last_request_at=_latest_request(per_entry), **_session_counts(total),
                 ).returning(sessions.c.pk)).scalar_one()
-                self._insert_entries(connection, session_pk, 0, packed)
+                self._insert_entries(connection, session_pk, 0, packed, list(zip(per_entry, latencies, strict=True)))
         except IntegrityError:
             self._purge_expired_id(account, session_id)
             if source_hash is not None and self.exists_source(account, source_hash):
@@ -324,7 +474,8 @@ class Sessions:
             # The guarded UPDATE takes the row lock and says where the entries go, in one
             # round trip; anything refused below rolls it back with the transaction.
             row = connection.execute(sa.update(sessions).where(condition).values(**values)
-                                     .returning(*_INFO_COLUMNS, sessions.c.history_at)).first()
+                                     .returning(*_INFO_COLUMNS, sessions.c.history_at, sessions.c.last_request_at)
+                                   ).first()
             if row is None:
                 current = connection.execute(sa.select(sessions.c.version).where(self._visible(account, session_id))
                                              ).scalar_one_or_none()
@@ -332,18 +483,38 @@ class Sessions:
                     raise NotFound(f"no session {session_id!r}")
                 raise VersionConflict(session_id, expected_version if expected_version is not None else -1, current)
             problems: list[Problem] = []
+            facts: list[EntryFacts] = []
             for index, entry in enumerate(new_entries):
                 prefix = "" if len(new_entries) == 1 else f"/{index}"
-                problems.extend(Problem(prefix + p.pointer, p.message)
-                                for p in check_entry(entry, row.schema_version, strict=strict, prefix=prefix))
+                found, model = check_entry(entry, row.schema_version, strict=strict, prefix=prefix)
+                problems.extend(Problem(prefix + p.pointer, p.message) for p in found)
+                facts.append(entry_facts(model))
+            latencies = response_latencies(facts, row.last_request_at)
+            connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk)
+                               .values(**self._added_counts(facts)))
             if row.history_at is None:
                 head = connection.execute(sa.select(sessions.c.head).where(sessions.c.pk == row.pk)).scalar_one()
                 new_head, history_at = head_with_history(head, None)
                 connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk)
                                    .values(head=new_head, history_at=history_at))
             position = row.entry_count - len(packed)
-            self._insert_entries(connection, row.pk, position, packed)
+            self._insert_entries(connection, row.pk, position, packed, list(zip(facts, latencies, strict=True)))
         return Appended(self._info(row), position, problems)
+
+    @staticmethod
+    def _added_counts(facts: Sequence[EntryFacts]) -> dict[str, Any]:
+        """The session row's counts after appending entries with these facts."""
+        added = SessionFacts()
+        for item in facts:
+            added.add(replace(item, input_tokens=_capped(item.input_tokens), output_tokens=_capped(item.output_tokens),
+                              total_tokens=_capped(item.total_tokens)))
+        values: dict[str, Any] = {name: sessions.c[name] + getattr(added, name) for name in _COUNTS}
+        if added.first_user_text is not None:
+            values["first_user_text"] = sa.func.coalesce(sessions.c.first_user_text, added.first_user_text)
+        latest = _latest_request(facts)
+        if latest is not None:
+            values["last_request_at"] = latest
+        return values
 
     def reset(self, account: Account, session_id: str, *, expected_version: int | None = None) -> SessionInfo:
         """Empty the session: ``{"schemaVersion": ..., "data": {"conversationHistory": []}}``."""
@@ -356,7 +527,8 @@ class Sessions:
             # a write racing with this one may point at the same bytes.
             done = connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk).values(
                 version=sessions.c.version + 1, entry_count=0, head=head, history_at=history_at,
-                schema_version=version, updated_at=time.time(), first_activity_at=None, last_activity_at=None)
+                schema_version=version, updated_at=time.time(), first_activity_at=None, last_activity_at=None,
+                last_request_at=None, **_session_counts(SessionFacts()))
                 .returning(*_INFO_COLUMNS)).one()
         return self._info(done)
 
@@ -397,18 +569,39 @@ class Sessions:
             removed += len(rows)
 
 
-def check_document(document: Any, *, strict: bool) -> list[Problem]:
-    """Refuse what is not a readable durable state; the schema problems a tolerant read kept."""
+def _contains(text: str) -> str:
+    """A LIKE pattern matching ``text`` anywhere (its own wildcards escaped)."""
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _snippet(row: Any, needle: str, width: int, text_limit: int) -> str:
+    """The text around ``needle`` in an entry: as written when its body holds all of it,
+    else from the lower-cased search text."""
+    text = row.text
+    if row.blobs is None:
+        written = entry_text(_json.loads(row.body), text_limit, lower=False)
+        if len(search_text(written)) == len(text):  # same places, so the match is at the same offset
+            text = written
+    at = max(0, search_text(text).find(needle))
+    begin = max(0, at - width // 3)
+    end = min(len(text), max(at + len(needle), begin + width))
+    shown = " ".join(text[begin:end].split())
+    return ("…" if begin else "") + shown + ("…" if end < len(text) else "")
+
+
+def check_document(document: Any, *, strict: bool) -> ReadResult:
+    """Refuse what is not a readable durable state; what was read, with the schema
+    problems a tolerant read kept."""
     try:
-        result = durable_state.read(document, strict=strict)
+        return durable_state.read(document, strict=strict)
     except FormatError as error:
         raise InvalidInput(error.message, pointer=error.pointer, problems=error.problems) from None
-    return result.problems
 
 
 def check_entry(entry: dict[str, Any], schema_version: str | None, *, strict: bool,
-                prefix: str = "") -> list[Problem]:
-    """Check one entry against its session's schema version, as if it were the whole history.
+                prefix: str = "") -> tuple[list[Problem], Any]:
+    """Check one entry against its session's schema version, as if it were the whole
+    history; its problems and the entry as read.
 
     ``prefix`` is where the entry sits in what was posted, for the pointer of a refusal."""
     version = schema_version or durable_state.DEFAULT_VERSION
@@ -424,9 +617,9 @@ def check_entry(entry: dict[str, Any], schema_version: str | None, *, strict: bo
         raise InvalidInput(f"{problems[0].message}{more}", pointer=prefix + problems[0].pointer,
                            problems=[Problem(prefix + p.pointer, p.message) for p in problems])
     try:
-        _ENTRY.validate_python(entry)
+        model = _ENTRY.validate_python(entry)
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         path = [step for step in first["loc"] if isinstance(step, int) or "[" not in str(step)]
         raise InvalidInput(f"cannot read entry: {first['msg']}", pointer=prefix + json_pointer(path)) from None
-    return problems
+    return problems, model

@@ -86,6 +86,16 @@ sessions = sa.Table(
     sa.Column("last_activity_at", sa.Float, nullable=True),
     # SHA-256 of the imported file, so a re-run import skips what it already stored.
     sa.Column("source_hash", sa.String(64), nullable=True),
+    # What the sessions list shows, counted as entries are written (present.activity):
+    # never a history read per row.  ``facts_version`` NULL: written before they were
+    # counted; the store counts such a session the first time a list shows it.
+    sa.Column("first_user_text", sa.String(200), nullable=True),
+    *(sa.Column(name, sa.BigInteger, nullable=False, server_default="0")
+      for name in ("input_tokens", "output_tokens", "total_tokens", "usage_responses", "tool_calls",
+                   "failed_tools", "errors")),
+    # The latest request's time, where the next answer's latency runs from.
+    sa.Column("last_request_at", sa.Float, nullable=True),
+    sa.Column("facts_version", sa.Integer, nullable=True),
     sa.UniqueConstraint("account_pk", "id"),
     sa.UniqueConstraint("account_pk", "source_hash"),
     sa.Index(None, "account_pk", "updated_at"),
@@ -104,6 +114,12 @@ entries = sa.Table(
     sa.Column("blobs", sa.Text, nullable=True),
     # Lower-cased text of the entry's messages, for search.
     sa.Column("text", sa.Text, nullable=False),
+    # The entry counted (present.activity): seconds since the latest request for an
+    # answer, tokens, tool calls, failed tools, errors (NULL: none), the roles speaking.
+    sa.Column("latency", sa.Float, nullable=True),
+    *(sa.Column(name, sa.BigInteger, nullable=True)
+      for name in ("input_tokens", "output_tokens", "total_tokens", "tool_calls", "failed_tools", "errors")),
+    sa.Column("roles", sa.String(100), nullable=True),
 )
 
 # The blob store is content-addressed: a blob's key is the SHA-256 of its bytes, so a key

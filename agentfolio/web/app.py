@@ -36,6 +36,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agentfolio.app.accounts import VIEWER_SESSION_SECONDS
 from agentfolio.app.documents import schema_version_of
+from agentfolio.app.sessions import SESSION_SORTS
 from agentfolio.errors import AgentfolioError
 from agentfolio.formats import durable_state
 from agentfolio.formats.errors import FormatError, Problem
@@ -429,25 +430,43 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/sessions")
     @guarded
     async def sessions_page(request: Request, who: Who, q: str = "", agent: str = "", since: str = "",
-                            until: str = "", offset: int = 0) -> Response:
+                            until: str = "", sort: str = "updated", order: str = "desc", offset: int = 0) -> Response:
         if viewer.folio is None:
             return viewer.error(request, who, 404, "No store", "This viewer has no session store; open a file instead.")
         offset = max(0, min(offset, 10_000_000))
-        found = await run_in_threadpool(
-            viewer.folio.sessions.list, who.account, agent=agent.strip() or None,
-            since=_parse_local_time(since), until=_parse_local_time(until),
-            text=q.replace("\x00", "").strip()[:500] or None,
-            limit=LIST_PAGE + 1, offset=offset)
-        filters = {"q": q, "agent": agent, "since": since, "until": until}
-        kept = {key: value for key, value in filters.items() if value}
+        sort = sort if sort in SESSION_SORTS else "updated"
+        descending = order != "asc"
+        text = q.replace("\x00", "").strip()[:500] or None
+        filters = {"agent_contains": agent.replace("\x00", "").strip()[:200] or None,
+                   "since": _parse_local_time(since), "until": _parse_local_time(until), "text": text}
 
-        def page_url(to: int) -> str:
-            return f"{viewer.prefix}/sessions?" + urlencode({**kept, "offset": to})
+        def load() -> tuple[list[Any], int, dict[str, str]]:
+            found = viewer.folio.sessions.list(who.account, sort=sort, descending=descending, limit=LIST_PAGE,
+                                               offset=offset, **filters)
+            total = viewer.folio.sessions.count(who.account, **filters)
+            snippets = viewer.folio.sessions.match_snippets(who.account, [info.id for info in found], text) \
+                if text else {}
+            return found, total, snippets
 
-        context = {"sessions": found[:LIST_PAGE], "filters": filters, "offset": offset,
-                       "next_url": page_url(offset + LIST_PAGE) if len(found) > LIST_PAGE else None,
-                       "prev_url": page_url(max(0, offset - LIST_PAGE)) if offset else None,
-                       "find": q.strip(), "nav": "sessions", "iso": _iso}
+        found, total, snippets = await run_in_threadpool(load)
+        shown = {"q": q, "agent": agent, "since": since, "until": until}
+        kept = {key: value for key, value in shown.items() if value}
+
+        def page_url(to: int, by: str = sort, descending: bool = descending) -> str:
+            query = {**kept, **({"sort": by} if by != "updated" else {}),
+                     **({"order": "asc"} if not descending else {}), **({"offset": to} if to else {})}
+            return f"{viewer.prefix}/sessions" + (f"?{urlencode(query)}" if query else "")
+
+        def sort_url(by: str) -> str:
+            # A column's first click sorts it descending (most first), the next click flips it.
+            return page_url(0, by, not descending if by == sort else by not in ("agent", "id"))
+
+        context: dict[str, Any] = {
+            "sessions": found, "filters": shown, "offset": offset, "total": total, "snippets": snippets,
+            "sort": sort, "descending": descending, "sort_url": sort_url,
+            "next_url": page_url(offset + LIST_PAGE) if offset + LIST_PAGE < total else None,
+            "prev_url": page_url(max(0, offset - LIST_PAGE)) if offset else None,
+            "find": q.strip(), "nav": "sessions", "iso": _iso}
         if request.headers.get("hx-request") and request.headers.get("hx-target") == "session-list":
             return HTMLResponse(html.render("partials/session_list.html", base=viewer.prefix, **context),
                                 headers=SECURITY_HEADERS)
@@ -614,6 +633,23 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
             return viewer.error(request, who, 404, "No store", "This viewer has no registry store.")
         overview = await run_in_threadpool(registry_data.agent_overview, viewer.folio, who.account, agent_id)
         return viewer.page(request, "agent.html", who, nav="agents", **overview)
+
+    @router.post("/instances/{instance_id}/terminate")
+    @guarded
+    async def terminate_instance(request: Request, who: Who, instance_id: str) -> Response:
+        if not registry_data.has_registry(viewer.folio):
+            return viewer.error(request, who, 404, "No store", "This viewer has no registry store.")
+        form = await request.form(max_files=0, max_fields=2)
+        reason = str(form.get("reason") or "").strip()[:2000]
+        try:
+            stopped = await run_in_threadpool(registry_data.terminate_instance, viewer.folio, who.account,
+                                              instance_id, reason)
+        except AgentfolioError as error:
+            if error.code == "not_found":
+                raise
+            return viewer.error(request, who, 409, "Cannot terminate this run", error.message)
+        return RedirectResponse(f"{viewer.prefix}/agents/{quote(stopped['agent_id'], safe='')}#runs",
+                                status_code=303)
 
     def _agents_context(who: Who) -> dict[str, Any]:
         agents: list[dict[str, Any]] = []

@@ -456,7 +456,8 @@ def environment() -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(markdown=render_markdown, json=_json_filter, json_cut=_json_cut, size=rules.human_size,
                        usage=lambda usage: rules.format_usage(usage) if usage is not None else "tokens: not reported",
-                       time=short_time, one_line=rules.one_line, url=rules.shown_url)
+                       time=short_time, one_line=rules.one_line, url=rules.shown_url,
+                       duration=rules.human_duration)
     env.globals.update(json_tree=json_tree, json_limit=JSON_PREVIEW_CHARS, long_text_chars=rules.LONG_TEXT_CHARS,
                        body_media=lambda part: rules.find_media(part.to_dict(), limit=1))
     return env

@@ -16,6 +16,7 @@ from agentfolio.app.registry import (
     AgentShow,
     InstanceGet,
     InstanceList,
+    InstanceTerminate,
     PageRequest,
     Principal,
     RegistryRefusal,
@@ -96,5 +97,13 @@ def agent_overview(folio: Any, account: Any, agent_id: str) -> dict[str, Any]:
         versions.append((entry, schema_version_view(details, profile=profile)))
     flags = [RiskFlag(f["code"], f["severity"], f["message"], tuple(f["span_types"]))
              for f in report["rollup"]["flags"]]
+    runs, _ = list_instances(folio, account, agent_id=agent["id"], page_size=20)
     return {"agent": agent, "report": report, "versions": versions, "flags": flags, "profile": profile.name,
-            "agent_badges": risk_badges(report["rollup"])}
+            "agent_badges": risk_badges(report["rollup"]), "runs": runs}
+
+
+def terminate_instance(folio: Any, account: Any, instance_id: str, reason: str | None) -> dict[str, Any]:
+    """Stop a running instance (its agent's SDK sees it and stops); the instance as it now is."""
+    stopped = _service(folio).run(Principal(account), InstanceTerminate(agent_instance_id=instance_id,
+                                                                        reason=reason or None))
+    return stopped.model_dump(mode="json")  # type: ignore[no-any-return]

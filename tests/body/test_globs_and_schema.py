@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from wcmatch import glob as wcglob
@@ -85,12 +84,11 @@ def test_content_type_glob_without_slash_is_refused() -> None:
         content_type_glob("*")
 
 
-def test_pathological_braces_are_refused_quickly() -> None:
-    pattern = "/" + "{a,b}" * 40  # 2**40 expansions if expanded
-    start = time.perf_counter()
+def test_pathological_braces_are_refused_without_expanding_them() -> None:
+    # 2**40 expansions if expanded: refused by counting (bench/checks.py times it).
+    pattern = "/" + "{a,b}" * 40
     with pytest.raises(GlobError, match=f"more than {MAX_EXPANSIONS} alternatives"):
         name_glob(pattern)
-    assert time.perf_counter() - start < 0.5
     # Within the limit, braces compile to alternation, so the regex stays linear.
     ok = name_glob("/" + "{a,b}" * 12)
     assert len(ok.regex) < 200 and ok.matches("/" + "ab" * 6)

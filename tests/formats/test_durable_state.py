@@ -242,3 +242,10 @@ def test_unknown_key_spelled_like_an_attribute_survives_a_durable_round_trip() -
     document = {"schemaVersion": "1.0.0", "data": {"conversationHistory": [
         {"$type": "response", "messages": [{"role": "assistant", "author_name": "q", "contents": []}]}]}}
     assert exact(round_trip(document)) == exact(document)
+
+
+def test_the_entry_types_validation_knows_are_the_models() -> None:
+    # Spelled twice so that checking a file never loads the model: kept the same here.
+    from agentfolio.model import ENTRY_KINDS
+
+    assert durable_state.ENTRY_TYPES == ENTRY_KINDS

@@ -35,15 +35,7 @@ def test_durable_state_keeps_integers_beyond_64_bits(tmp_path) -> None:
     assert durable_state.dumps(read.session, indent=False) == state_with_big_numbers()
 
 
-# Formats whose writers still turn big integers into floats: the test stays, expected to
-# fail until they keep them (strict: it says so the day they do).
-_NUMBERS_NOT_YET_EXACT = {
-}
-
-
-@pytest.mark.parametrize("target", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=_NUMBERS_NOT_YET_EXACT[name]))
-    if name in _NUMBERS_NOT_YET_EXACT else name for name in names() if name != "durable-state"])
+@pytest.mark.parametrize("target", [name for name in names() if name != "durable-state"])
 def test_every_conversion_writes_the_same_integers(target: str) -> None:
     document = _json.loads(state_with_big_numbers())
     conversion = convert(document, to=target)

@@ -32,6 +32,24 @@ def test_a_2_0_state_has_its_outcomes_with_answer_usage_and_finish_reason() -> N
     assert [o.correlation_id for o in places[-1]] == ["corr-expired"]
 
 
+def test_the_python_prototypes_outcome_maps_are_shown_as_the_shared_ones() -> None:
+    from agentfolio.formats import durable_state
+    from tests.formats.test_microsoft_schema_cases import PROTOTYPE_STATE
+
+    session = durable_state.read(PROTOTYPE_STATE, strict=False).session
+    found = rules.outcomes(session)
+    assert set(found) == {"c1"}
+    outcome = found["c1"]
+    assert (outcome.outcome, outcome.completed_at) == ("succeeded", "2026-09-08T12:00:00.123456+00:00")
+    assert outcome.expires_at == "2026-09-08T12:01:00.123456+00:00"
+    assert [c.text for m in outcome.messages for c in m.items if isinstance(c, TextContent)] == ["hi"]
+    # The rest of each record is still there, by name; the maps themselves are not repeated.
+    assert outcome.more["response"] == {"metadata": {"v": [1]}}
+    assert outcome.more["receipt"] == {"futureReceiptField": [1, 3]}
+    assert outcome.more["result"]["futureMailboxField"] == {"keep": True}
+    assert not {"responseMailbox", "completedCorrelations"} & set(rules.session_properties(session))
+
+
 def test_tokens_of_an_answer_kept_only_as_an_outcome_are_counted() -> None:
     totals = rules.token_totals(read_file(STATE_2_0).session)
     assert (totals.responses, totals.input, totals.output, totals.total) == (1, 5, 3, 8)

@@ -5,9 +5,6 @@ reads no data, and summarised as "too large" at read time if it depends on the d
 from __future__ import annotations
 
 import pytest
-
-pytest.importorskip("liquid")
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from liquid import Environment

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 
 import liquid  # noqa: F401  (a runtime dependency: missing is an error, not a skip)
@@ -101,18 +100,17 @@ def test_summary_renders_the_span_types_template(version):
     assert version.title("agent:llm") == "agent:llm" and version.title("ghost") == "ghost"
 
 
-def test_schemas_compile_once_and_validation_is_fast():
+def test_schemas_compile_once_and_validate_every_span():
     jsonschemas.VALIDATORS.clear()
     CompiledSchemaVersion.from_draft(VERSION)
     compiled = len(jsonschemas.VALIDATORS._items)
     CompiledSchemaVersion.from_draft(VERSION)  # same schemas again: served from the cache
     assert len(jsonschemas.VALIDATORS._items) == compiled
     version = CompiledSchemaVersion.from_draft(VERSION)
-    started = time.perf_counter()
-    for i in range(20_000):
-        version.validate("agent:llm", {"model": "m", "prompt": str(i)}, {"response": "r"})
-    per_second = 20_000 / (time.perf_counter() - started)
-    assert per_second > 10_000  # well above the 5,000 spans/s the ingest target needs
+    # Each span is checked against its own payloads (bench/checks.py times the rate).
+    verdicts = [version.validate("agent:llm", {"model": "m", "prompt": str(i) if i % 3 else i},
+                                 {"response": "r"}).status for i in range(300)]
+    assert verdicts == ["invalid" if i % 3 == 0 else "valid" for i in range(300)]
 
 
 def test_schema_version_cache_loads_each_version_once():

@@ -159,7 +159,7 @@ READS: list[tuple[str, Callable[[RegistryUnit, Holdings], Any]]] = [
     ("spans.status_counts", lambda u, a: u.spans.status_counts(a.instance)),
     ("spans.schema_name_counts", lambda u, a: u.spans.schema_name_counts(a.instance)),
     ("idempotency.find", lambda u, a: u.idempotency.find("agents/create", "create-alice")),
-    ("idempotency.find_keys", lambda u, a: u.idempotency.find_keys(["create-alice"])),
+    ("idempotency.find_keys", lambda u, a: u.idempotency.find_keys([("agents/create", "create-alice")])),
 ]
 
 

@@ -18,6 +18,7 @@ from agentfolio import _json
 from agentfolio.app.registry.agents import create as create_agent
 from agentfolio.app.registry.agents import store_schema_version
 from agentfolio.app.registry.errors import InvalidAction, NotPermitted, field_error, from_domain, not_found
+from agentfolio.app.registry.fields import text
 from agentfolio.app.registry.inputs import (
     AgentCreate,
     InstanceFinish,
@@ -123,23 +124,26 @@ def deployment_for(work: Work, agent_id: str, environment_id: str) -> str:
 
 def _agent_to_register(work: Work, command: InstanceRegister) -> Any:
     """The agent an account token registers a run of. Beyond the hosted API, so that an SDK's
-    quickstart works with nothing but a token: ``agent_id`` may be the agent's external
-    identifier, and without it the agent is found, or made, by ``agent_version.name``
-    (recorded as its external identifier)."""
+    quickstart works with nothing but a token: an ``agent_id`` that is not an ID (the SDK
+    README's ``"my-agent"``) names the agent by its external identifier, and without
+    ``agent_id`` the agent is named by ``agent_version.name``; either way the agent is
+    made the first time, with that name as its external identifier.  An ``agent_id`` that
+    is an ID must name an agent of the account: IDs are never made up on the caller's behalf."""
+    version_name = (command.agent_version or {}).get("name")
     if command.agent_id is not None:
         if ids.is_id(command.agent_id):
             return work.agent(command.agent_id)
-        row = work.unit.agents.by_external_identifier(command.agent_id)
-        if row is None:
-            raise not_found("agent", command.agent_id)
-        return work.agent(row.id)
-    name = (command.agent_version or {}).get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise field_error("agent_id", "is required with an account token (or give agent_version.name to find or "
-                          "create the agent by that name)", code="required_value")
-    row = work.unit.agents.by_external_identifier(name)
+        external = command.agent_id
+        text(external, "agent_id")
+        name = version_name if isinstance(version_name, str) and version_name.strip() else external
+    else:
+        if not isinstance(version_name, str) or not version_name.strip():
+            raise field_error("agent_id", "is required with an account token (or give agent_version.name to find "
+                              "or create the agent by that name)", code="required_value")
+        external = name = version_name
+    row = work.unit.agents.by_external_identifier(external)
     if row is None:
-        made = create_agent(work, AgentCreate(name=name, external_identifier=name,
+        made = create_agent(work, AgentCreate(name=name, external_identifier=external,
                                               description="made by the first run registered under this name"))
         return work.agent(made.id)
     return work.agent(row.id)
@@ -399,6 +403,12 @@ def finish_span(work: Work, command: SpanFinish) -> SpanWritten:
                "validation": None if validation.status == "valid" else _json.dumps(validation.to_json())}
     work.unit.spans.update(row["id"], **changes)
     return _written(span_output(work, {**row, **changes}), instance)
+
+
+def written_again(work: Work, span_id: str) -> SpanWritten:
+    """A span write's answer read again from the span as it is now (an idempotent replay)."""
+    row = work.span(span_id)
+    return _written(span_output(work, row), work.instance(row["instance_id"], cached=True))
 
 
 def get_span(work: Work, command: SpanGet) -> Span:

@@ -4,10 +4,14 @@ Each operation takes a typed input (:mod:`.inputs`) and answers a typed output
 (:mod:`.outputs`) or raises a :class:`~agentfolio.app.registry.errors.RegistryRefusal`;
 it runs in one unit of work for the caller's account.
 
-* Idempotency: a write may carry a key.  ``(account, operation, key)`` keeps the first
-  answer and the fingerprint of the input that made it; a replay answers the first
-  result, the same key with another input is refused (``idempotency_key_already_used``).
-  Refusals are not kept (they changed nothing, so running again is equivalent).
+* Idempotency: a write may carry a key.  ``(account, operation, key)`` keeps the
+  fingerprint of the input and the id of what the write made or changed (not its whole
+  answer); a replay changes nothing and answers that object as it is now, the same key
+  with another input is refused (``idempotency_key_already_used``).  A deletion keeps its
+  answer (nothing is left to read).  Records expire after the store's idempotency window
+  (``AGENTFOLIO_IDEMPOTENCY_WINDOW``); then the key is free and a request carrying it
+  runs as new.  Refusals are not kept (they changed nothing, so running again is
+  equivalent).
 * :meth:`RegistryService.bulk` runs items in order in **one** unit: each write that is
   not a span in a savepoint; span writes are buffered and inserted together (their
   refusals all happen before anything is buffered).  It stops at the first refused
@@ -92,6 +96,8 @@ class _Operation:
     writes: bool
     #: a span write: buffered with the unit's other span rows, no savepoint of its own
     buffered: bool = False
+    #: its idempotency record keeps the whole answer: nothing is left to read again
+    keeps_answer: bool = False
 
 
 _OPERATIONS: dict[type[Any], _Operation] = {
@@ -99,7 +105,7 @@ _OPERATIONS: dict[type[Any], _Operation] = {
     AgentUpdate: _Operation(agents.update, Agent, True),
     AgentRetire: _Operation(agents.retire, Agent, True),
     AgentReinstate: _Operation(agents.reinstate, Agent, True),
-    AgentDelete: _Operation(agents.delete, Agent, True),
+    AgentDelete: _Operation(agents.delete, Agent, True, keeps_answer=True),
     AgentGet: _Operation(agents.get, Agent, False),
     AgentShow: _Operation(agents.show, Agent, False),
     AgentList: _Operation(agents.page, Page[Agent], False),
@@ -257,7 +263,8 @@ class RegistryService:
         """Items in order in one unit of work; stops at the first refused item."""
         def run_all(unit: RegistryUnit) -> list[BulkAnswer]:
             work = self._work(unit, principal)
-            work.prefetch_keys([item.key for item in items])
+            work.prefetch_keys([(item.command.OPERATION, item.key) for item in items
+                                if not isinstance(item.command, RegistryRefusal)])
             answers = []
             for item in items:
                 answer = self._bulk_item(work, item)
@@ -300,9 +307,10 @@ class RegistryService:
         if found is not None:
             if found.fingerprint != digest:
                 raise IdempotencyKeyReused(f"idempotency key {key!r} was already used with a different request")
-            return _replay(operation.answers, found.answer)
+            return _replay(work, operation.answers, found)
         output = self._run(work, command)
-        work.keep_answer(IdempotencyRecord(command.OPERATION, key, digest, output.model_dump_json().encode()),
+        kept = output.model_dump_json().encode() if operation.keeps_answer else None
+        work.keep_answer(IdempotencyRecord(command.OPERATION, key, digest, _resource_id(output), kept),
                          buffered=operation.buffered)
         return output
 
@@ -332,7 +340,32 @@ class RegistryService:
             return Unexpected(f"the server failed on this {command.OPERATION} item; it was logged")
 
 
-def _replay(answers: type[Any], raw: bytes) -> Any:
+def _resource_id(output: Any) -> str | None:
+    """The id of what a write made or changed (its answer is read again from it)."""
+    return output.span.id if isinstance(output, SpanWritten) else getattr(output, "id", None)
+
+
+def _replay(work: Work, answers: type[Any], record: IdempotencyRecord) -> Any:
+    """A replay's answer: the kept one, else the object the first request wrote, read now."""
+    if record.answer is not None:
+        return _kept_answer(answers, record.answer)
+    if record.resource_id is None:
+        raise Unexpected("this idempotency key's record names nothing to answer with")
+    try:
+        if answers is SpanWritten:
+            return runs.written_again(work, record.resource_id)
+        if answers is Instance:
+            return runs.instance_output(work, work.instance(record.resource_id))
+        if answers is Agent:
+            return agents.agent_output(work, work.agent(record.resource_id))
+        if answers is SchemaVersion:
+            return agents.schema_version_output(work, record.resource_id)
+    except RegistryError as error:
+        raise from_domain(error) from None
+    raise Unexpected(f"a replay cannot answer {answers.__name__}")
+
+
+def _kept_answer(answers: type[Any], raw: bytes) -> Any:
     data = _json.loads(raw)
     if isinstance(data, dict) and data.get("status") == "success" and "details" in data:  # kept by older versions
         data = {"span": data["details"], "control": data.get("control")} if answers is SpanWritten \

@@ -49,25 +49,46 @@ class Work:
     instances: dict[str, Any] = field(default_factory=dict)
     #: span id → its instance id, for parent checks (spans never move)
     span_instances: dict[str, str] = field(default_factory=dict)
-    #: (operation, idempotency key) → the kept answer, as read or written in this unit
+    #: (operation, idempotency key) → its live record, as read or written in this unit
     answers: dict[tuple[str, str], IdempotencyRecord | None] = field(default_factory=dict)
+    #: keys whose stored record expired: free again, replaced when the new answer is kept
+    expired: set[tuple[str, str]] = field(default_factory=set)
     prefetched: bool = False
 
-    def prefetch_keys(self, keys: list[str]) -> None:
-        """Read the kept answers of all these keys at once (a bulk request's)."""
-        for record in self.unit.idempotency.find_keys(keys):
-            self.answers[(record.operation, record.key)] = record
+    def prefetch_keys(self, keys: list[tuple[str, str]]) -> None:
+        """Read the records of all these ``(operation, key)`` pairs at once (a bulk request's)."""
+        live = [record for record in self.unit.idempotency.find_keys(keys) if self._remember(record) is not None]
+        # A replay answers with these spans as they are now: read them together.
+        self.unit.spans.preload(record.resource_id for record in live
+                                if record.operation.startswith("agent_spans/") and record.resource_id is not None)
         self.prefetched = True
 
+    def _remember(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
+        pair = (record.operation, record.key)
+        if record.expired:
+            self.expired.add(pair)
+            self.answers[pair] = None
+            return None
+        self.answers[pair] = record
+        return record
+
     def answered(self, operation: str, key: str) -> IdempotencyRecord | None:
+        """The live record of ``(operation, key)``; ``None`` when the key is free (never
+        used, or its record expired)."""
         if (operation, key) in self.answers or self.prefetched:
             return self.answers.get((operation, key))
-        found = self.answers[(operation, key)] = self.unit.idempotency.find(operation, key)
-        return found
+        found = self.unit.idempotency.find(operation, key)
+        if found is None:
+            self.answers[(operation, key)] = None
+            return None
+        return self._remember(found)
 
     def keep_answer(self, record: IdempotencyRecord, *, buffered: bool) -> None:
-        self.answers[(record.operation, record.key)] = record
-        self.unit.idempotency.insert(record, buffered=buffered)
+        pair = (record.operation, record.key)
+        self.answers[pair] = record
+        replace = pair in self.expired
+        self.expired.discard(pair)
+        self.unit.idempotency.insert(record, buffered=buffered, replace=replace)
 
     def forget_answer(self, operation: str, key: str) -> None:
         """After a savepoint rolled back: the answer kept inside it is gone."""

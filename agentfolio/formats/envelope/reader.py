@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentfolio import _json
-from agentfolio.formats.base import ReadResult
+from agentfolio.formats.base import ReadResult, read_lazily
 from agentfolio.formats.envelope.spec import MESSAGE_KEYS, NAME, REQUEST_ROLES, ROLES, SCHEMA, SEGMENT_KEYS, VERSION
 from agentfolio.formats.envelope.timestamps import ms_to_iso, timestamp_problem
 from agentfolio.formats.errors import FormatError, Problem, UnsupportedVersionError, json_pointer, validated
@@ -84,8 +84,8 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
         raise FormatError("messages must be an array of objects", source=source, pointer="/messages")
     flagged = {problem.pointer for problem in problems}
     origin = Origin(presentation=True)
-    session = _read_session(document, flagged, origin, source)
-    return ReadResult(session=session, format=NAME, version=VERSION, problems=problems, origin=origin)
+    return read_lazily(lambda: _read_session(document, flagged, origin, source), document, NAME, version=VERSION,
+                       problems=problems, origin=origin)
 
 
 def _read_session(document: dict[str, Any], flagged: set[str], origin: Origin, source: str | None) -> Session:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from agentfolio import _json
-from agentfolio.formats.base import ReadResult
+from agentfolio.formats.base import ReadResult, read_lazily
 from agentfolio.formats.errors import FormatError, Problem, json_pointer, validated
 from agentfolio.formats.losses import ConvertOptions, Origin, with_extras
 from agentfolio.formats.openai_chat.spec import (
@@ -119,15 +119,18 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     if not all(isinstance(m, dict) for m in messages):
         raise FormatError("messages must be objects", source=source, pointer=json_pointer(base))
     origin = Origin()
-    read_messages = [_read_message(m, json_pointer([*base, i]), origin) for i, m in enumerate(messages)]
-    session = Session(data=SessionData(conversation_history=tuple(group_entries(read_messages))))
-    extras = {k: v for k, v in document.items() if k != "messages"} if isinstance(document, dict) else {}
-    if isinstance(document, list):
-        session.remember_spelling(BARE_LIST)
-    origin.add(session, "")
-    return ReadResult(session=with_extras(session, extras), format=NAME,
-                      version="request" if isinstance(document, dict) else "messages", problems=problems,
-                      origin=origin)
+
+    def build() -> Session:
+        read_messages = [_read_message(m, json_pointer([*base, i]), origin) for i, m in enumerate(messages)]
+        session = Session(data=SessionData(conversation_history=tuple(group_entries(read_messages))))
+        extras = {k: v for k, v in document.items() if k != "messages"} if isinstance(document, dict) else {}
+        if isinstance(document, list):
+            session.remember_spelling(BARE_LIST)
+        origin.add(session, "")
+        return with_extras(session, extras)
+
+    return read_lazily(build, document, NAME, version="request" if isinstance(document, dict) else "messages",
+                       problems=problems, origin=origin)
 
 
 def content_spelling(raw: dict[str, Any]) -> str:

@@ -1,4 +1,6 @@
-"""Inserting many rows of plain values with one ``executemany`` straight through the driver."""
+"""Inserting many rows of plain values in one round trip straight through the driver:
+``COPY … FROM STDIN`` on PostgreSQL (one statement for the whole batch), one
+``executemany`` of a prepared statement on SQLite (in-process: no round trips to save)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-_INSERT_SQL: dict[tuple[str, str], tuple[str, tuple[str, ...] | None]] = {}
+_INSERT_SQL: dict[tuple[str, str, bool], tuple[str, tuple[str, ...]]] = {}
+#: Below this many rows a PostgreSQL batch is one pipelined ``executemany``; from it on, ``COPY``.
+COPY_FROM_ROWS = 8
 
 
 def insert_many(connection: Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
@@ -16,25 +20,41 @@ def insert_many(connection: Connection, table: sa.Table, rows: list[dict[str, An
     cursor: SQLAlchemy's per-row parameter processing costs more than the insert itself.
     Each row names every column of ``table``."""
     dialect = connection.dialect
-    cache_key = (dialect.name, table.name)
-    cached = _INSERT_SQL.get(cache_key)
-    if cached is None:
-        compiled = sa.insert(table).values({column.name: sa.bindparam(column.name) for column in table.columns}) \
-            .compile(dialect=dialect)
-        positions = tuple(compiled.positiontup) if compiled.positional else None  # type: ignore[arg-type]
-        cached = _INSERT_SQL[cache_key] = (str(compiled), positions)
-    sql, positions = cached
+    copying = dialect.name == "postgresql" and len(rows) >= COPY_FROM_ROWS
+    sql, names = _statement(dialect, table, copying=copying)
     try:
-        if positions is not None:
-            parameters: list[Any] = [tuple(row[name] for name in positions) for row in rows]
-        else:
-            parameters = rows
+        values = [tuple(row[name] for name in names) for row in rows]
     except KeyError as missing:  # a row without a column: refuse like the database would
         raise IntegrityError(sql, None, ValueError(f"column {missing} has no value")) from None
     cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
-        cursor.executemany(sql, parameters)
+        if copying:
+            with cursor.copy(sql) as copy:
+                for row_values in values:
+                    copy.write_row(row_values)
+        else:
+            cursor.executemany(sql, values if dialect.positional else [dict(zip(names, v, strict=True))
+                                                                        for v in values])
     except dialect.loaded_dbapi.IntegrityError as error:  # as SQLAlchemy would raise it: callers retry on it
         raise IntegrityError(sql, None, error) from error
     finally:
         cursor.close()
+
+
+def _statement(dialect: sa.Dialect, table: sa.Table, *, copying: bool) -> tuple[str, tuple[str, ...]]:
+    """The SQL for inserting rows into ``table`` and the column names in its parameter order."""
+    cache_key = (dialect.name, table.name, copying)
+    cached = _INSERT_SQL.get(cache_key)
+    if cached is None:
+        if copying:
+            names = tuple(column.name for column in table.columns)
+            quoted = ", ".join(dialect.identifier_preparer.quote(name) for name in names)
+            cached = (f"COPY {dialect.identifier_preparer.format_table(table)} ({quoted}) FROM STDIN", names)
+        else:
+            compiled = sa.insert(table).values({c.name: sa.bindparam(c.name) for c in table.columns}) \
+                .compile(dialect=dialect)
+            names = (tuple(compiled.positiontup) if compiled.positional  # type: ignore[arg-type]
+                     else tuple(column.name for column in table.columns))
+            cached = (str(compiled), names)
+        _INSERT_SQL[cache_key] = cached
+    return cached

@@ -20,6 +20,7 @@ from agentfolio.store.registry.agents import (
 )
 from agentfolio.store.registry.records import DeploymentTokens, Idempotency
 from agentfolio.store.registry.runs import Instances, Spans
+from agentfolio.store.registry.traces import TraceList, TraceSpans
 from agentfolio.store.scope import AccountScope
 
 
@@ -30,7 +31,8 @@ class RegistryUnit:
     reach another account's rows from here.
     """
 
-    def __init__(self, connection: Connection, account_pk: int, versions: SchemaVersionCache) -> None:
+    def __init__(self, connection: Connection, account_pk: int, versions: SchemaVersionCache, *,
+                 idempotency_window: int = 0) -> None:
         scope = AccountScope(account_pk)
         self.connection = connection
         self.account_pk = account_pk
@@ -43,7 +45,9 @@ class RegistryUnit:
         self.tokens = DeploymentTokens(connection, scope)
         self.instances = Instances(connection, scope)
         self.spans = Spans(connection, scope)
-        self.idempotency = Idempotency(connection, scope)
+        self.traces = TraceSpans(connection, scope)
+        self.trace_list = TraceList(connection, scope)
+        self.idempotency = Idempotency(connection, scope, idempotency_window)
         self._versions = versions
 
     def compiled(self, version_id: str | None) -> CompiledSchemaVersion | None:
@@ -65,8 +69,10 @@ class RegistryUnit:
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
-        """Undo what the block wrote if it raises (buffered rows are flushed first)."""
+        """Undo what the block wrote if it raises (buffered rows are flushed first; spans
+        read ahead are read again, since the block may change them)."""
         self.flush()
+        self.spans.loaded.clear()
         nested = self.connection.begin_nested()
         try:
             yield

@@ -129,8 +129,17 @@ def test_an_account_token_registers_a_run_by_the_agent_version_name(store: Store
     assert (agent.name, agent.external_identifier) == ("my-agent", "my-agent")
     with pytest.raises(InvalidValue, match="agent_version.name"):
         service.register_instance(principal, InstanceRegister())
+    # The SDK README's agent_id="my-agent": a name, not an ID, so the agent is made once under it.
+    readme = service.register_instance(principal, InstanceRegister(
+        agent_id="readme-agent", agent_version={"name": "My Agent", "external_identifier": "v1.0.0"}))
+    again = service.register_instance(principal, InstanceRegister(agent_id="readme-agent"))
+    assert readme.agent_id == again.agent_id != first.agent_id
+    made = service.get_agent(principal, AgentGet(agent_id=readme.agent_id))
+    assert (made.name, made.external_identifier) == ("My Agent", "readme-agent")
+    # An ID is never made up: one that names no agent of the account is not found.
     with pytest.raises(NotFound):
-        service.register_instance(principal, InstanceRegister(agent_id="nobody"))
+        service.register_instance(principal, InstanceRegister(agent_id=first.agent_id[:-1] + (
+            "0" if first.agent_id[-1] != "0" else "1")))
     # Another account's name is another agent.
     other = Principal(store.accounts.ensure("elsewhere"))
     assert service.register_instance(other, InstanceRegister(agent_version={"name": "my-agent"})).agent_id \

@@ -9,14 +9,13 @@ import asyncio
 import warnings
 from typing import Any
 
+import agent_framework_durabletask._entities as durabletask
 import pytest
 from agent_framework import Agent
 
 from agentfolio.integrations.maf import AgentfolioHistoryProvider
 from agentfolio.store import Store
 from tests.integrations.maf.conversation import FakeChatClient, get_weather
-
-durabletask = pytest.importorskip("agent_framework_durabletask._entities")
 
 
 class EntityState(durabletask.AgentEntityStateProviderMixin):  # type: ignore[name-defined, misc]

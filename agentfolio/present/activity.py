@@ -1,0 +1,206 @@
+"""What a history did, counted: tokens, latency, tool calls, failures, who spoke.
+
+The sessions list, the per-agent charts and a session's own summary all show these
+figures; they are worked out here once, from the canonical model, so every place agrees.
+The store keeps each entry's :class:`EntryFacts` beside it when the entry is written, so
+a list of sessions or a chart over many of them never reads a history again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from agentfolio._time import parse_epoch
+from agentfolio.model import ErrorContent, FunctionCallContent, FunctionResultContent, Session, TextContent
+from agentfolio.model.analysis import call_failed
+from agentfolio.present.rules import ToolPairs, entry_usage, one_line, token_totals
+
+__all__ = [
+    "FIRST_TEXT_CHARS",
+    "EntryFacts",
+    "LatencyStats",
+    "SessionFacts",
+    "entry_facts",
+    "percentile",
+    "response_latencies",
+    "session_facts",
+    "tool_latencies",
+]
+
+#: How much of a session's first user message the sessions list keeps.
+FIRST_TEXT_CHARS = 200
+#: Entry kinds that answer a request: their latency runs from the latest request before them.
+ANSWER_KINDS = frozenset({"response", "errorResponse"})
+#: Entry kinds whose usage counts towards a session's tokens.
+USAGE_KINDS = ANSWER_KINDS
+
+
+@dataclass(slots=True)
+class EntryFacts:
+    """One history entry, counted."""
+
+    kind: str
+    #: The entry's own time (epoch seconds), when it says one.
+    at: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    #: Whether the entry reports usage at all (an answer without usage is not "0 tokens").
+    has_usage: bool = False
+    tool_calls: int = 0
+    failed_tools: int = 0
+    errors: int = 0
+    #: The roles that speak in it, in order of first appearance.
+    roles: tuple[str, ...] = ()
+    #: The first line of its first user message's text, cut to FIRST_TEXT_CHARS.
+    first_user_text: str | None = None
+
+    @property
+    def roles_text(self) -> str:
+        """The roles as one comma-separated string (how the store keeps them)."""
+        return ",".join(self.roles)
+
+
+def entry_facts(entry: object) -> EntryFacts:
+    """The facts of one entry of a session (any kind; an unknown one counts only its kind)."""
+    kind = getattr(entry, "kind", "?")
+    facts = EntryFacts(kind=kind if isinstance(kind, str) else "?", at=parse_epoch(getattr(entry, "created_at", None)))
+    if facts.kind in USAGE_KINDS:
+        usage = entry_usage(entry)
+        if usage is not None:
+            facts.has_usage = True
+            facts.input_tokens = usage.input_token_count
+            facts.output_tokens = usage.output_token_count
+            facts.total_tokens = usage.total_token_count
+    roles: list[str] = []
+    for message in getattr(entry, "items", ()):
+        role = message.role or "?"
+        if role not in roles:
+            roles.append(role)
+        for content in message.items:
+            if isinstance(content, FunctionCallContent):
+                facts.tool_calls += 1
+            elif isinstance(content, FunctionResultContent):
+                facts.failed_tools += call_failed(content)
+            elif isinstance(content, ErrorContent):
+                facts.errors += 1
+            elif (facts.first_user_text is None and role == "user" and isinstance(content, TextContent)
+                  and (content.text or "").strip()):
+                facts.first_user_text = one_line(content.text, FIRST_TEXT_CHARS).replace("\x00", "\ufffd")
+    if facts.kind == "errorResponse" and not facts.errors:
+        facts.errors = 1  # a failed turn is one error even when it carries no error content
+    facts.roles = tuple(roles)
+    return facts
+
+
+def response_latencies(facts: Iterable[EntryFacts], last_request_at: float | None = None) -> list[float | None]:
+    """Seconds each answer took: from the latest request before it to the answer's own time.
+
+    ``last_request_at`` is the time of the latest request before the first entry given
+    (when appending to a stored history).  Entries that are not answers, and answers
+    with no time or no request before them, get None.  A clock that went backwards gives
+    None too, never a negative latency.
+    """
+    found: list[float | None] = []
+    for entry in facts:
+        latency = None
+        if entry.kind == "request":
+            last_request_at = entry.at if entry.at is not None else last_request_at
+        elif entry.kind in ANSWER_KINDS and entry.at is not None and last_request_at is not None \
+                and entry.at >= last_request_at:
+            latency = entry.at - last_request_at
+        found.append(latency)
+    return found
+
+
+def tool_latencies(session: Session, pairs: ToolPairs) -> dict[int, float]:
+    """Seconds from each tool call to its result, keyed by ``id(call)``, where both
+    messages carry a time of their own (a call and its result in one message, or at one
+    moment, say nothing about how long the tool took)."""
+    call_times: dict[int, float] = {}
+    found: dict[int, float] = {}
+    call_of_result = {id(result): call_key for call_key, result in pairs.result_for_call.items()}
+    for entry, message in session.messages():
+        moment = parse_epoch(message.created_at or getattr(entry, "created_at", None))
+        if moment is None:
+            continue
+        for content in message.items:
+            if isinstance(content, FunctionCallContent):
+                call_times[id(content)] = moment
+            elif isinstance(content, FunctionResultContent):
+                call_key = call_of_result.get(id(content))
+                started = call_times.get(call_key) if call_key is not None else None
+                if started is not None and call_key is not None and moment > started:
+                    found[call_key] = moment - started
+    return found
+
+
+def percentile(values: Sequence[float], share: float) -> float | None:
+    """The ``share`` (0..1) percentile of ``values`` by linear interpolation; None when empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = share * (len(ordered) - 1)
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+@dataclass(slots=True)
+class LatencyStats:
+    count: int
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    longest: float | None
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> LatencyStats:
+        return cls(len(values), percentile(values, 0.5), percentile(values, 0.9), percentile(values, 0.99),
+                   max(values) if values else None)
+
+
+@dataclass(slots=True)
+class SessionFacts:
+    """A whole session, counted: what the sessions list shows of it."""
+
+    first_user_text: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    #: Answers that reported usage; 0 means "no usage recorded", not "0 tokens".
+    usage_responses: int = 0
+    tool_calls: int = 0
+    failed_tools: int = 0
+    errors: int = 0
+    latencies: list[float] = field(default_factory=list)
+
+    def add(self, facts: EntryFacts, latency: float | None = None) -> None:
+        if self.first_user_text is None:
+            self.first_user_text = facts.first_user_text
+        if facts.has_usage:
+            self.usage_responses += 1
+            self.input_tokens += facts.input_tokens or 0
+            self.output_tokens += facts.output_tokens or 0
+            self.total_tokens += facts.total_tokens or 0
+        self.tool_calls += facts.tool_calls
+        self.failed_tools += facts.failed_tools
+        self.errors += facts.errors
+        if latency is not None:
+            self.latencies.append(latency)
+
+
+def session_facts(session: Session) -> tuple[SessionFacts, list[EntryFacts], list[float | None]]:
+    """The session counted, each entry's facts and each entry's latency (None where none)."""
+    per_entry = [entry_facts(entry) for entry in session.entries]
+    latencies = response_latencies(per_entry)
+    total = SessionFacts()
+    for facts, latency in zip(per_entry, latencies, strict=True):
+        total.add(facts, latency)
+    # Tokens as the session's own totals count them (outcomes of requests not answered in
+    # the history included).
+    tokens = token_totals(session)
+    total.input_tokens, total.output_tokens, total.total_tokens = tokens.input, tokens.output, tokens.total
+    total.usage_responses = tokens.responses
+    return total, per_entry, latencies
