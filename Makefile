@@ -23,10 +23,12 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy $(MYPY_TARGETS)
 
 # The test set-up starts what the tests need: the machine's PostgreSQL 15 (with a test
-# database) and Debian's chromium (installed with apt when missing). When either cannot
+# database), Debian's chromium (installed with apt when missing) and the JavaScript
+# clients of tests/js (npm ci from its lockfile). When one cannot
 # be had, its tests skip with the reason, or fail when CI is set.
 test: lint
 	-bash scripts/ensure-chromium.sh
+	-bash scripts/ensure-node-deps.sh
 	AGENTFOLIO_TEST_POSTGRES_URL="$${AGENTFOLIO_TEST_POSTGRES_URL:-$$(bash scripts/ensure-postgres.sh || true)}" \
 		$(PY) -m pytest -q
 

@@ -75,19 +75,19 @@ def measure_appends(store: Store, sizes: list[int], turns: list[dict[str, Any]],
     for size in sizes:
         document = synthetic_durable_state(size)
         session_id = f"bench-{size}"
-        store.sessions.create(account, document, session_id=session_id)
+        store.sessions.of(account).create(document, session_id=session_id)
         version = 1
         timings = []
         for index in range(warmup + appends):
             turn = turns[index % len(turns)]
             start = time.perf_counter()
-            appended = store.sessions.append(account, session_id, turn, expected_version=version)
+            appended = store.sessions.of(account).append(session_id, turn, expected_version=version)
             elapsed = time.perf_counter() - start
             version = appended.session.version
             if index >= warmup:
                 timings.append(elapsed)
         results[size] = timings
-        _, back = store.sessions.get_document(account, session_id)
+        _, back = store.sessions.of(account).get_document(session_id)
         assert len(back["data"]["conversationHistory"]) == size + warmup + appends
     return results
 

@@ -36,6 +36,7 @@ Usage: python bench/otlp.py [--spans N] [--batch N] [--senders N] [--flood N] [-
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -43,6 +44,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,6 +102,35 @@ def postgres_url() -> str | None:
         return url
     done = subprocess.run(["bash", str(ROOT / "scripts" / "ensure-postgres.sh")], capture_output=True, text=True)
     return done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else None
+
+
+@contextmanager
+def fresh_database(backend: str) -> Iterator[str | None]:
+    """The URL of a new, empty database of ``backend``: a SQLite file in a folder of its
+    own, or a schema of its own on the PostgreSQL server (``None``: there is none)."""
+    if backend == "sqlite":
+        with tempfile.TemporaryDirectory() as folder:
+            yield f"sqlite:///{folder}/bench.sqlite3"
+        return
+    url = postgres_url()
+    if url is None:
+        yield None
+        return
+    import secrets
+
+    import sqlalchemy as sa
+
+    schema = "bench_" + secrets.token_hex(4)
+    admin = sa.create_engine(url)
+    with admin.begin() as connection:
+        connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
+    separator = "&" if "?" in url else "?"
+    try:
+        yield f"{url}{separator}options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as connection:
+            connection.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+        admin.dispose()
 
 
 def rss_kib(pid: int) -> int:
@@ -265,9 +297,15 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
 
 
 def sqlite_bytes(path: Path) -> int:
-    """A SQLite database's size on disk, its write-ahead log included."""
-    return sum(candidate.stat().st_size for candidate in (path, path.with_name(path.name + "-wal"))
-               if candidate.exists())
+    """The pages a SQLite database uses, once its write-ahead log is checkpointed into it
+    (a log holds old copies of pages until then; free pages are not counted)."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path, timeout=60)) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        pages, free, size = (connection.execute(f"PRAGMA {name}").fetchone()[0]
+                             for name in ("page_count", "freelist_count", "page_size"))
+    return int((pages - free) * size)
 
 
 def phoenix_python(chosen: str | None) -> str | None:
@@ -367,29 +405,12 @@ def main() -> None:
     args = parser.parse_args()
     ours: dict[str, dict] = {}
     for backend in args.backends.split(","):
-        if backend == "postgresql":
-            url = postgres_url()
+        with fresh_database(backend) as url:
             if url is None:
                 print({"backend": backend, "skipped": "no PostgreSQL server"})
                 continue
-            import secrets
-
-            import sqlalchemy as sa
-
-            schema = "bench_" + secrets.token_hex(4)
-            admin = sa.create_engine(url)
-            with admin.begin() as connection:
-                connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
-            separator = "&" if "?" in url else "?"
-            try:
-                ours[backend] = run_backend(backend, f"{url}{separator}options=-csearch_path%3D{schema}",
-                                            args.spans, args.batch, args.senders, args.flood)
-                print(ours[backend], flush=True)
-            finally:
-                with admin.begin() as connection:
-                    connection.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
-        else:
-            ours[backend] = run_backend(backend, "", args.spans, args.batch, args.senders, args.flood)
+            ours[backend] = run_backend(backend, "" if backend == "sqlite" else url, args.spans, args.batch,
+                                        args.senders, args.flood)
             print(ours[backend], flush=True)
     if args.phoenix_spans <= 0:
         return

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import statistics
 import subprocess
 import sys
@@ -50,7 +49,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import httpx  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
-from otlp import TEXT, make_spans, postgres_url  # noqa: E402
+from otlp import TEXT, fresh_database, make_spans  # noqa: E402
 
 from agentfolio.settings import Settings  # noqa: E402
 from agentfolio.store import Store  # noqa: E402
@@ -67,25 +66,8 @@ class Database:
 @contextmanager
 def database(backend: str) -> Iterator[Database | None]:
     """A fresh, empty database of ``backend`` (``None``: PostgreSQL cannot be had)."""
-    if backend == "sqlite":
-        with tempfile.TemporaryDirectory() as folder:
-            yield Database("sqlite", f"sqlite:///{folder}/scale.sqlite3")
-        return
-    url = postgres_url()
-    if url is None:
-        yield None
-        return
-    schema = "scale_" + secrets.token_hex(4)
-    admin = sa.create_engine(url)
-    with admin.begin() as connection:
-        connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
-    separator = "&" if "?" in url else "?"
-    try:
-        yield Database("postgresql", f"{url}{separator}options=-csearch_path%3D{schema}")
-    finally:
-        with admin.begin() as connection:
-            connection.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
-        admin.dispose()
+    with fresh_database(backend) as url:
+        yield None if url is None else Database(backend, url)
 
 
 class Servers:

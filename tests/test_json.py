@@ -114,3 +114,16 @@ def test_registry_input_fingerprint_serializes_unusual_values() -> None:
     # repr stands in for values JSON cannot hold; equal inputs fingerprint alike, different ones not.
     assert fingerprint(Command(2**70)) == fingerprint(Command(2**70))
     assert fingerprint(Command(frozenset({1}))) != fingerprint(Command(frozenset({2})))
+
+
+def test_digits_inside_strings_do_not_send_a_document_to_the_second_parse(monkeypatch) -> None:
+    # Hex ids and hashes often hold 19 digits in a row; only a number that long can be an
+    # integer beyond 64 bits, so only such a number costs the standard library's parse.
+    def second_parse(*args, **kwargs):
+        raise AssertionError("parsed twice")
+
+    monkeypatch.setattr(_json, "_stdlib_loads", second_parse)
+    document = b'{"correlationId":"6523aa1dcc9745773751351264006901","n":[1, 2.5e3]}'
+    assert _json.loads(document) == {"correlationId": "6523aa1dcc9745773751351264006901", "n": [1, 2500.0]}
+    with pytest.raises(AssertionError, match="parsed twice"):
+        _json.loads(b'{"n": 1234567890123456789012}')

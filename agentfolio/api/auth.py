@@ -8,7 +8,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from agentfolio.api.errors import ApiError
 from agentfolio.app import Agentfolio
-from agentfolio.store import Account, Store
+from agentfolio.app.accounts import Account
 
 bearer = HTTPBearer(auto_error=False, scheme_name="bearerAuth",
                     description="A token from `agentfolio token create --account NAME`.")
@@ -17,11 +17,6 @@ bearer = HTTPBearer(auto_error=False, scheme_name="bearerAuth",
 def get_folio(request: Request) -> Agentfolio:
     folio: Agentfolio = request.app.state.folio
     return folio
-
-
-def get_store(request: Request) -> Store:
-    store: Store = request.app.state.folio.store
-    return store
 
 
 def bearer_token(request: Request, credentials: HTTPAuthorizationCredentials | None) -> str:

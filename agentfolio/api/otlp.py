@@ -23,7 +23,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from agentfolio.api.auth import get_store
+from agentfolio.api.auth import get_folio
 
 if TYPE_CHECKING:
     from agentfolio.app.otlp import OtlpIngest
@@ -41,14 +41,12 @@ _INVALID_ARGUMENT, _UNAUTHENTICATED, _RESOURCE_EXHAUSTED, _UNAVAILABLE = 3, 16, 
 
 def ingest_of(request: Request) -> OtlpIngest:
     """The app's one ingest queue (created on first use, shared by every request)."""
-    from agentfolio.app.otlp import OtlpIngest
-
     state = request.app.state
     ingest = getattr(state, "otlp_ingest", None)
     if ingest is None:
         settings = state.settings
-        ingest = state.otlp_ingest = OtlpIngest(
-            get_store(request), max_bytes=settings.otlp_max_bytes, queue_size=settings.otlp_queue_size)
+        ingest = state.otlp_ingest = get_folio(request).otlp_ingest(
+            max_bytes=settings.otlp_max_bytes, queue_size=settings.otlp_queue_size)
     return ingest
 
 
@@ -112,4 +110,4 @@ def _account(request: Request):  # type: ignore[no-untyped-def]
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         return None
-    return get_store(request).accounts.authenticate(token.strip())
+    return get_folio(request).accounts.authenticate(token.strip())

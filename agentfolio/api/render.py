@@ -12,9 +12,9 @@ from starlette.concurrency import run_in_threadpool
 from agentfolio.api.auth import current_account
 from agentfolio.api.body import parse_body
 from agentfolio.api.errors import SuccessStatus, error_responses, success
+from agentfolio.app.accounts import Account
 from agentfolio.app.documents import DocumentReport, convert_report
 from agentfolio.formats import registry
-from agentfolio.store import Account
 
 router = APIRouter(prefix="/api/v1", tags=["render"])
 

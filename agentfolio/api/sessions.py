@@ -20,9 +20,9 @@ from starlette.concurrency import run_in_threadpool
 from agentfolio.api.auth import current_account, get_folio
 from agentfolio.api.body import parse_body
 from agentfolio.api.errors import ApiError, SuccessStatus, error_responses, success
+from agentfolio.app.accounts import Account
+from agentfolio.app.sessions import SESSION_ID, SessionInfo
 from agentfolio.formats import registry
-from agentfolio.store import Account
-from agentfolio.store.sessions import SESSION_ID, SessionInfo
 
 router = APIRouter(prefix="/api/v1/sessions", tags=["sessions"])
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agentfolio.store.accounts import Account
+
 if TYPE_CHECKING:
-    from agentfolio.store import Account, Store
+    from agentfolio.store import Store
     from agentfolio.store.tokens import TokenInfo
 
-__all__ = ["VIEWER_SESSION_SECONDS", "AccountService"]
+__all__ = ["VIEWER_SESSION_SECONDS", "Account", "AccountService"]
 
 #: How long a viewer's browser stays signed in (its cookie's lifetime too): one day.
 VIEWER_SESSION_SECONDS = 24 * 3600
@@ -39,12 +41,12 @@ class AccountService:
     # -- every token of an account (account and deployment tokens), by public id ------------
 
     def tokens(self, account: Account) -> list[TokenInfo]:
-        return self._tokens.list(account)
+        return self._tokens.of(account).list()
 
     def revoke_token(self, account: Account, token_id: str) -> TokenInfo:
         """Revoke one of the account's tokens (``afk-…`` or ``afd-…``); it is refused at once
         everywhere, and the viewer sign-ins it opened end."""
-        return self._tokens.revoke(account, token_id)
+        return self._tokens.of(account).revoke(token_id)
 
     # -- the viewer's sign-ins -----------------------------------------------------------
 

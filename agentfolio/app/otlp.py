@@ -95,11 +95,7 @@ class OtlpIngest:
         mapped = map_spans(decoded.spans)
         with self._writer:
             written = self._store_spans(account, mapped) if mapped else WrittenSpans()
-            llm = {m.session_id for m in mapped if m.is_llm}
-            for session_id, payloads in written.added.items():
-                self._extend_session(account, session_id, payloads, has_messages=session_id in llm)
-            for session_id in sorted(written.resent - written.added.keys()):
-                self._extend_session(account, session_id, [], has_messages=session_id in llm)
+            self._conversations(account, written, {m.session_id for m in mapped if m.is_llm})
         sessions = sorted(written.sessions)
         message = "; ".join(decoded.rejected[:5])
         if len(decoded.rejected) > 5:
@@ -116,74 +112,94 @@ class OtlpIngest:
 
     # -- conversations --------------------------------------------------------------------
 
-    def _extend_session(self, account: Account, session_id: str, added: list[dict[str, Any]], *,
-                        has_messages: bool) -> None:
-        """Bring the session of ``session_id`` up to date with the spans just stored in it."""
-        for _ in range(SESSION_ATTEMPTS):
-            record, total = self.spans.conversation(account, session_id)
-            if record is None:
-                if has_messages:
-                    self._build_session(account, session_id, total)
-                return
-            if record.spans + len(added) != total:  # stored elsewhere meanwhile, or a write was lost
-                self._build_session(account, session_id, total)
-                return
-            if not added:
-                return
-            try:
-                if self._continue_session(account, session_id, record, added, total):
-                    return
-            except (VersionConflict, NotFound):
-                continue  # another writer changed the session: look again
-            self._build_session(account, session_id, total)
+    def _conversations(self, account: Account, written: WrittenSpans, with_messages: set[str]) -> None:
+        """Bring the sessions of the spans just stored (and of spans sent again) up to date."""
+        touched = sorted(written.added.keys() | written.resent)
+        if not touched:
             return
-        self._build_session(account, session_id, total)
+        records, totals = self.spans.conversations(account, touched)
+        kept: dict[str, ConversationRecord] = {}
+        for session_id in touched:
+            agent = written.agents.get(session_id, (0, None))[1]
+            record = self._extend_session(account, session_id, written.added.get(session_id, []),
+                                          records.get(session_id), totals.get(session_id, 0),
+                                          has_messages=session_id in with_messages, agent=agent)
+            if record is not None:
+                kept[session_id] = record
+        if kept:
+            self.spans.keep_conversations(account, kept)
+
+    def _extend_session(self, account: Account, session_id: str, added: list[dict[str, Any]],
+                        record: ConversationRecord | None, total: int, *, has_messages: bool,
+                        agent: str | None) -> ConversationRecord | None:
+        """The session brought up to date with the spans just stored in it (``added``);
+        where its conversation stands now (``None``: unchanged, or no conversation)."""
+        for attempt in range(SESSION_ATTEMPTS):
+            if attempt:  # another writer changed the session: look again
+                records, totals = self.spans.conversations(account, [session_id])
+                record, total = records.get(session_id), totals.get(session_id, 0)
+            if record is None:
+                return self._build_session(account, session_id, total, added, agent) if has_messages else None
+            if record.spans + len(added) != total:  # stored elsewhere meanwhile, or a write was lost
+                return self._build_session(account, session_id, total, added, agent)
+            if not added:
+                return None
+            try:
+                continued = self._continue_session(account, session_id, record, added, total)
+            except (VersionConflict, NotFound):
+                continue
+            return continued or self._build_session(account, session_id, total, added, agent)
+        return self._build_session(account, session_id, total, added, agent)
 
     def _continue_session(self, account: Account, session_id: str, record: ConversationRecord,
-                          added: list[dict[str, Any]], total: int) -> bool:
-        """Append what ``added`` says after the stored state; ``False`` when it cannot follow it."""
-        if self.store.sessions.info(account, session_id).version != record.session_version:
-            return False
-        payloads = sorted(added, key=lambda p: (p.get("start_time_unix_nano") or 0, p.get("end_time_unix_nano") or 0))
-        continued = continue_conversation(ConversationState.from_json(record.state), payloads)
+                          added: list[dict[str, Any]], total: int) -> ConversationRecord | None:
+        """Append what ``added`` says after the stored state; ``None`` when it cannot follow it."""
+        if self.store.sessions.of(account).info(session_id).version != record.session_version:
+            return None
+        continued = continue_conversation(ConversationState.from_json(record.state), _in_start_order(added))
         if continued is None:
-            return False
+            return None
         version = record.session_version
         if continued.entries:
-            version = self.store.sessions.append_many(account, session_id, continued.entries,
-                                                      expected_version=version, strict=False).session.version
-        self.spans.keep_conversation(account, session_id, ConversationRecord(continued.state.to_json(), version,
-                                                                             total))
-        return True
+            appended = self.store.sessions.of(account).append_many(session_id, continued.entries,
+                                                                   expected_version=version, strict=False)
+            version = appended.session.version
+        return ConversationRecord(continued.state.to_json(), version, total)
 
-    def _build_session(self, account: Account, session_id: str, total: int) -> None:
-        """The session built from all of its spans (``total`` of them), replacing what was stored."""
-        payloads, agent = self.spans.session_spans(account, session_id)
+    def _build_session(self, account: Account, session_id: str, total: int, added: list[dict[str, Any]],
+                       agent: str | None) -> ConversationRecord | None:
+        """The session built from all of its ``total`` spans, replacing what was stored
+        (the spans just stored, when they are all of them, need not be read again)."""
+        if total and len(added) == total:
+            payloads = _in_start_order(added)
+        else:
+            payloads, agent = self.spans.session_spans(account, session_id)
         built = build_session(payloads)
         if built is None or built.state is None:
-            return
-        info = self._write_session(account, session_id, built.document, _agent_label(agent or built.agent))
-        if info is not None:
-            self.spans.keep_conversation(account, session_id, ConversationRecord(
-                built.state.to_json(), info, total))
+            return None
+        version = self._write_session(account, session_id, built.document, _agent_label(agent or built.agent))
+        return None if version is None else ConversationRecord(built.state.to_json(), version, total)
 
     def _write_session(self, account: Account, session_id: str, document: dict[str, Any],
                        agent_label: str | None) -> int | None:
         """Store the document as the session; its version (``None``: another writer won)."""
-        sessions = self.store.sessions
+        sessions = self.store.sessions.of(account)
         try:  # a new conversation (the common case) is one insert
-            return sessions.create(account, document, session_id=session_id, agent=agent_label,
-                                   strict=False).session.version
+            return sessions.create(document, session_id=session_id, agent=agent_label, strict=False).session.version
         except AlreadyExists:
             pass
         with contextlib.suppress(NotFound):
-            sessions.delete(account, session_id)
+            sessions.delete(session_id)
         try:
-            return sessions.create(account, document, session_id=session_id, agent=agent_label,
-                                   strict=False).session.version
+            return sessions.create(document, session_id=session_id, agent=agent_label, strict=False).session.version
         except AlreadyExists:  # another writer rebuilt it meanwhile; its copy is as complete
             log.info("session %s was rebuilt concurrently", session_id)
             return None
+
+
+def _in_start_order(payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # Stored spans are read in this order too (nanoseconds, then the end).
+    return sorted(payloads, key=lambda p: (p.get("start_time_unix_nano") or 0, p.get("end_time_unix_nano") or 0))
 
 
 def _agent_label(name: str | None) -> str | None:

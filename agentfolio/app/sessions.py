@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Any
 from agentfolio import _json
 from agentfolio.formats import durable_state
 from agentfolio.formats.convert import convert
+from agentfolio.store.sessions import SESSION_ID, SESSION_ID_RULE, SessionInfo
 
 if TYPE_CHECKING:
     from agentfolio.formats.losses import Loss
-    from agentfolio.store import Account, Appended, Created, SessionInfo, Store
+    from agentfolio.store import Account, Appended, Created, Store
 
-__all__ = ["SESSION_SORTS", "Exported", "SessionService"]
+__all__ = ["SESSION_ID", "SESSION_ID_RULE", "SESSION_SORTS", "Exported", "SessionInfo", "SessionService"]
 
 #: What the sessions list can be ordered by (``SessionService.list(sort=...)``).
 SESSION_SORTS = ("updated", "created", "first_activity", "last_activity", "duration", "entries", "tokens", "errors",
@@ -38,24 +39,24 @@ class SessionService:
 
     def create(self, account: Account, document: Any, *, session_id: str | None = None, agent: str | None = None,
                source_hash: str | None = None, strict: bool = True) -> Created:
-        return self._sessions.create(account, document, session_id=session_id, agent=agent,
+        return self._sessions.of(account).create(document, session_id=session_id, agent=agent,
                                      source_hash=source_hash, strict=strict)
 
     def info(self, account: Account, session_id: str) -> SessionInfo:
-        return self._sessions.info(account, session_id)
+        return self._sessions.of(account).info(session_id)
 
     def read_bytes(self, account: Account, session_id: str) -> tuple[SessionInfo, bytes]:
         """The durable state exactly as stored, and its info."""
-        return self._sessions.get_bytes(account, session_id)
+        return self._sessions.of(account).get_bytes(session_id)
 
     def read_window(self, account: Account, session_id: str, start: int, stop: int) -> tuple[SessionInfo, bytes]:
         """The durable state with only entries ``start``..``stop`` in its history (the rest of
         the document as stored): one screen of a long session, at the cost of that screen."""
-        return self._sessions.get_window(account, session_id, start, stop)
+        return self._sessions.of(account).get_window(session_id, start, stop)
 
     def export(self, account: Account, session_id: str, format_name: str = durable_state.FORMAT.name) -> Exported:
         """The session written in ``format_name`` (any format the registry can write)."""
-        info, data = self._sessions.get_bytes(account, session_id)
+        info, data = self._sessions.of(account).get_bytes(session_id)
         if format_name == durable_state.FORMAT.name:
             return Exported(info, data, format_name)
         conversion = convert(_json.loads(data), to=format_name, from_=durable_state.FORMAT.name, strict_read=False)
@@ -63,20 +64,20 @@ class SessionService:
 
     def append(self, account: Account, session_id: str, entry: Any, *, expected_version: int | None,
                strict: bool = True) -> Appended:
-        return self._sessions.append(account, session_id, entry, expected_version=expected_version, strict=strict)
+        return self._sessions.of(account).append(session_id, entry, expected_version=expected_version, strict=strict)
 
     def append_many(self, account: Account, session_id: str, entries: Sequence[Any], *,
                     expected_version: int | None, strict: bool = True) -> Appended:
         """Entries appended together as one write (a request and its response): one new
         version, and no other writer's entry between them."""
-        return self._sessions.append_many(account, session_id, entries, expected_version=expected_version,
+        return self._sessions.of(account).append_many(session_id, entries, expected_version=expected_version,
                                           strict=strict)
 
     def reset(self, account: Account, session_id: str, *, expected_version: int | None = None) -> SessionInfo:
-        return self._sessions.reset(account, session_id, expected_version=expected_version)
+        return self._sessions.of(account).reset(session_id, expected_version=expected_version)
 
     def delete(self, account: Account, session_id: str, *, expected_version: int | None = None) -> None:
-        self._sessions.delete(account, session_id, expected_version=expected_version)
+        self._sessions.of(account).delete(session_id, expected_version=expected_version)
 
     def list(self, account: Account, *, agent: str | None = None, since: float | None = None,
              until: float | None = None, text: str | None = None, agent_contains: str | None = None,
@@ -85,23 +86,23 @@ class SessionService:
         """One account's sessions, newest-written first or by ``sort`` (a key of
         ``agentfolio.store.sessions.SORTS``), each with what the list shows of it
         (``info.facts``: first user message, tokens, failures), counted when it was written."""
-        return self._sessions.list(account, agent=agent, since=since, until=until, text=text,
+        return self._sessions.of(account).list(agent=agent, since=since, until=until, text=text,
                                    agent_contains=agent_contains, sort=sort, descending=descending, limit=limit,
                                    offset=offset)
 
     def count(self, account: Account, *, agent: str | None = None, since: float | None = None,
               until: float | None = None, text: str | None = None, agent_contains: str | None = None) -> int:
         """How many sessions :meth:`list` pages through with the same filters."""
-        return self._sessions.count(account, agent=agent, since=since, until=until, text=text,
+        return self._sessions.of(account).count(agent=agent, since=since, until=until, text=text,
                                     agent_contains=agent_contains)
 
     def match_snippets(self, account: Account, session_ids: Sequence[str], text: str) -> dict[str, str]:
         """For each session id, the text around where ``text`` first occurs in its messages."""
-        return self._sessions.match_snippets(account, session_ids, text)
+        return self._sessions.of(account).match_snippets(session_ids, text)
 
     def find_imported(self, account: Account, source_hash: str) -> str | None:
         """The id of the session imported from a file with this SHA-256, if any."""
-        return self._sessions.exists_source(account, source_hash)
+        return self._sessions.of(account).exists_source(source_hash)
 
     def expire(self) -> int:
         """Remove sessions idle for longer than the configured TTL; how many were removed."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -26,7 +26,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentfolio import _json
-from agentfolio.app.registry.errors import InvalidValue, not_found
+from agentfolio.app.registry.errors import InvalidValue, RegistryRefusal, not_found
 from agentfolio.app.registry.outputs import Timestamp, from_micros
 from agentfolio.app.registry.runs import instance_output, span_output
 from agentfolio.app.registry.work import Principal, Work
@@ -361,6 +361,45 @@ class TraceService:
 
     # ------------------------------------------------------------------ one trace
 
+    def resolve(self, principal: Principal, ref: str) -> str:
+        """The instance id of the trace ``ref`` names (its id, or its OpenTelemetry trace
+        id or external identifier when exactly one trace has it)."""
+        ref = ref.strip()
+        with self._reading(principal) as unit:
+            found = unit.trace_list.named(ref) if ref and len(ref) <= 255 else []
+            work = self._work(unit, principal)
+            reachable = []
+            for instance_id in found:
+                try:
+                    reachable.append(work.instance(instance_id).id)
+                except RegistryRefusal:
+                    continue
+        if not reachable:
+            raise not_found("trace", ref)
+        if len(reachable) > 1 and ref not in reachable:
+            raise InvalidValue(f"{len(reachable)} traces are named {ref!r} (one per agent): give an instance id, "
+                               f"one of {', '.join(reachable)}")
+        return ref if ref in reachable else reachable[0]
+
+    def conversations(self, principal: Principal, instance_id: str,
+                      span_ids: Sequence[str]) -> dict[str, SpanConversation]:
+        """The messages each of these spans carries, read in one pass over their payloads
+        (spans that carry none are left out)."""
+        with self._reading(principal) as unit:
+            instance = self._work(unit, principal).instance(instance_id)
+            stored = unit.traces.payloads(instance.id, span_ids)
+        out: dict[str, SpanConversation] = {}
+        for span_id, row in stored.items():
+            payload = _json.loads(row.payload)
+            result = None if row.result_payload is None else _json.loads(row.result_payload)
+            try:
+                found = span_conversation(payload, result)
+            except Exception:  # bad messages never stop the trace from showing: the span keeps them
+                found = None
+            if found is not None:
+                out[span_id] = found
+        return out
+
     def header(self, principal: Principal, instance_id: str) -> TraceHeader:
         """The trace, its agent and the counts the database keeps: no pass over its spans."""
         with self._reading(principal) as unit:
@@ -386,7 +425,7 @@ class TraceService:
         with self._reading(principal) as unit:
             work = self._work(unit, principal)
             row = work.instance(instance_id)
-            instance = instance_output(work, row, risk=work.risk_profile())
+            instance = instance_output(work, row, risk=work.risk_profile(row.agent_id))
             counts = {group.status: int(group.spans) for group in unit.traces.overview(row.id)}
         return TraceBreakdown(status_counts=counts, risk_level=instance.risk_level, risk_score=instance.risk_score,
                               risk=instance.risk)
@@ -449,7 +488,7 @@ class TraceService:
             if stored is None or stored["instance_id"] != instance.id:
                 raise not_found("agent span", span_id)
             with summaries_budget():
-                span = span_output(work, stored, summaries=True, risk=work.risk_profile())
+                span = span_output(work, stored, summaries=True, risk=work.risk_profile(instance.agent_id))
             node = unit.traces.node(instance.id, span_id)
             depth = len(unit.traces.ancestors(instance.id, span_id)) - 1
         row = SpanRow(id=span.id, parent_id=span.parent_span_id, depth=max(depth, 0), schema_name=span.schema_name,

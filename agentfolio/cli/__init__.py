@@ -12,7 +12,11 @@ import sys
 
 import typer
 
+<<<<<<< HEAD
 from agentfolio.cli import agents, body, database, documents, instances, serve, sessions, tokens
+=======
+from agentfolio.cli import agents, body, documents, governance, instances, serve, sessions, tokens, traces
+>>>>>>> main
 
 __all__ = ["app", "main"]
 
@@ -24,7 +28,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+<<<<<<< HEAD
 for group in (documents, sessions, tokens, agents, instances, body, serve, database):
+=======
+for group in (documents, sessions, tokens, agents, instances, governance, traces, body, serve):
+>>>>>>> main
     group.register(app)
 
 

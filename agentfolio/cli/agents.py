@@ -21,6 +21,7 @@ from agentfolio.cli.output import stdout as _stdout
 from agentfolio.errors import AgentfolioError
 
 if TYPE_CHECKING:
+    from agentfolio.app import Agentfolio
     from agentfolio.app.registry import Principal
 
 __all__ = ["register"]
@@ -33,17 +34,13 @@ def register(app: typer.Typer) -> None:
     app.add_typer(agents_app, name="agents")
 
 
-def _open_store() -> Any:
-    return open_folio().store
-
-
 SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "info": "dim"}
 
 
-def _principal(store: Any, account: str) -> Principal:
+def _principal(folio: Agentfolio, account: str) -> Principal:
     from agentfolio.app.registry import Principal
 
-    found = store.accounts.get(account)
+    found = folio.accounts.get(account)
     if found is None:
         fail(f"no account named {account!r} (create one with: agentfolio token create --account {account})")
     return Principal(found)
@@ -56,12 +53,12 @@ def list_command(
     limit: int = typer.Option(100, "--limit", min=1, max=100, help="Agents to show (newest first)."),
 ) -> None:
     """List agents: id, name, status, instances."""
-    store = _open_store()
+    folio = open_folio()
     try:
-        from agentfolio.app.registry import AgentGet, AgentList, PageRequest, RegistryService, Sorting
+        from agentfolio.app.registry import AgentGet, AgentList, PageRequest, Sorting
 
-        principal = _principal(store, account)
-        service = RegistryService(store)
+        principal = _principal(folio, account)
+        service = folio.registry
         try:
             page = service.list_agents(principal, AgentList(page=PageRequest(0, limit, Sorting("id", "desc"))))
         except AgentfolioError as error:
@@ -76,20 +73,24 @@ def list_command(
 
         table = Table(box=None, highlight=False)
         table.add_column("id", no_wrap=True, min_width=32)  # whole ids, even when piped
-        for column in ("name", "external id", "status", "instances"):
+        for column in ("name", "external id", "status", "instances", "risk"):
             table.add_column(column, overflow="fold")
         table.add_column("updated", no_wrap=True, min_width=27)
+        from agentfolio.present.risk import risk_label
+
         for agent in agents:
             counts = service.get_agent(principal, AgentGet(agent["id"])).instance_counts or {}
             total = counts.get("total", 0)
+            report = service.agent_risk(principal, agent["id"])
             table.add_row(agent["id"], clean(agent["name"]), clean(agent["external_identifier"] or ""),
-                          agent["status"], str(total), agent["updated_at"])
+                          agent["status"], str(total), risk_label(report.risk_level, report.risk_score),
+                          agent["updated_at"])
         if agents:
             _stdout().print(Safe(table))
         else:
             _stdout().print("no agents yet (create one with POST /api/v1/agent)", highlight=False)
     finally:
-        store.close()
+        folio.close()
 
 
 @agents_app.command("risk")
@@ -99,27 +100,31 @@ def risk_command(
     as_json: bool = typer.Option(False, "--json", help="Print the roll-up as JSON."),
 ) -> None:
     """Risk roll-up of an agent and of each of its schema versions: actions, data, flags."""
-    store = _open_store()
+    folio = open_folio()
     try:
-        principal = _principal(store, account)
+        principal = _principal(folio, account)
         try:
-            from agentfolio.app.registry import RegistryService
-
-            report = RegistryService(store).agent_risk(principal, agent).model_dump(mode="json")
+            report = folio.registry.agent_risk(principal, agent).model_dump(mode="json")
+            profile = folio.registry.risk_profile(principal, report["agent_id"])
         except AgentfolioError as error:
             fail(error.message)
         if as_json:
             sys.stdout.write(_json.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
             return
-        _print_report(report)
+        from agentfolio.present.risk import scale_legend
+
+        _print_report(report, scale_legend(profile))
     finally:
-        store.close()
+        folio.close()
 
 
-def _print_report(report: dict[str, Any]) -> None:
+def _print_report(report: dict[str, Any], legend: list[str]) -> None:
+    from agentfolio.present.risk import display_score, risk_label
+
     name = clean(report["name"])
-    _stdout().print(f"[bold]{name}[/] {report['agent_id']} — risk profile {clean(report['risk_profile'])}",
-                 highlight=False)
+    level = risk_label(report["risk_level"], report["risk_score"])
+    _stdout().print(f"[bold]{name}[/] {report['agent_id']} — risk {level} under risk profile "
+                    f"{clean(report['risk_profile'])}", highlight=False)
     _print_rollup("agent (all schema versions)", report["rollup"])
     for version in report["schema_versions"]:
         label = f"schema version {version['id']}"
@@ -130,11 +135,17 @@ def _print_report(report: dict[str, Any]) -> None:
         _print_rollup(label, version["rollup"])
         from rich.table import Table
 
-        table = Table("span type", "score", "level", "terms", box=None, highlight=False)
+        table = Table("span type", "risk", "terms", box=None, highlight=False)
         for score in version["span_types"]:
-            terms = ", ".join(f"{t['category']}×{t['action']}={t['points']}" for t in score["terms"]) or "-"
-            table.add_row(clean(score["span_type"]), str(score["risk_score"]), score["risk_level"], clean(terms))
+            terms = ", ".join(f"{t['category']}×{t['action']}={display_score(t['points'])}" for t in score["terms"])
+            if score["risk_level"] == "unknown" and not terms:
+                terms = "declares no data risk to score"
+            table.add_row(clean(score["span_type"]), risk_label(score["risk_level"], score["risk_score"]),
+                          clean(terms or "-"))
         _stdout().print(Safe(table))
+    _stdout().print("")
+    for line in legend:
+        _stdout().print(f"[dim]{clean(line)}[/]", highlight=False, soft_wrap=True)
 
 
 def _print_rollup(label: str, rollup: dict[str, Any]) -> None:
@@ -164,18 +175,15 @@ def token_command(
     label: Optional[str] = typer.Option(None, "--label", help="A note to tell tokens apart."),
 ) -> None:
     """Create a deployment-scoped token: the SDK then omits agent_id and environment_id."""
-    store = _open_store()
+    folio = open_folio()
     try:
-        principal = _principal(store, account)
+        principal = _principal(folio, account)
         try:
-            from agentfolio.app.registry import RegistryService
-
-            made = RegistryService(store).create_deployment_token(principal, agent, environment=environment,
-                                                                   label=label)
+            made = folio.registry.create_deployment_token(principal, agent, environment=environment, label=label)
         except AgentfolioError as error:
             fail(error.message)
     finally:
-        store.close()
+        folio.close()
     sys.stdout.write(made.token + "\n")
     _stderr().print(f"deployment token for agent {made.agent_id} in environment {made.environment_id}: "
                  "keep it, it is not shown again", highlight=False)

@@ -102,9 +102,9 @@ def list_command(
 
 
 def _risk_text(row: dict[str, Any]) -> str:
-    level = row.get("risk_level") or "unknown"
-    score = row.get("risk_score")
-    return level if score is None else f"{level} ({score:g})"
+    from agentfolio.present.risk import risk_label
+
+    return risk_label(row.get("risk_level"), row.get("risk_score"))
 
 
 @instances_app.command("terminate")

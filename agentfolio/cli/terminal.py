@@ -72,12 +72,12 @@ def render_session(session: Session, *, title: str | None = None, expand: bool =
     parts.append(header)
     properties = rules.session_properties(session)
     if properties:
-        parts.append(_raw("session properties", properties))
+        parts.append(raw_block("session properties", properties))
     places = rules.outcome_places(session, rules.outcomes(session))
     for index, entry in enumerate(session.entries):
         parts.append(_entry_rule(index, entry))
         if isinstance(entry, OpaqueEntry):
-            parts.append(_raw(f"entry of unknown kind {entry.kind!r}, kept as read", entry.to_json_value()))
+            parts.append(raw_block(f"entry of unknown kind {entry.kind!r}, kept as read", entry.to_json_value()))
             continue
         if entry.kind == "compaction":
             parts.append(Text("compaction: " + rules.compaction_range(session, index), style="bold blue"))
@@ -87,7 +87,7 @@ def render_session(session: Session, *, title: str | None = None, expand: bool =
             parts.append(Padding(Text(format_usage(usage), style="dim"), (0, 0, 0, 2)))
         more = rules.more_properties(entry, rules.ENTRY_DRAWN)
         if more:
-            parts.append(Padding(_raw("entry properties", more), (0, 0, 0, 2)))
+            parts.append(Padding(raw_block("entry properties", more), (0, 0, 0, 2)))
         parts.extend(_outcome(outcome, pairs, expand) for outcome in places.get(index, []))
     if places.get(-1):
         parts.append(Rule(Text("outcomes of requests not in the history", style="dim"), align="left", style="dim"))
@@ -112,13 +112,13 @@ def _outcome(outcome: rules.Outcome, pairs: ToolPairs, expand: bool) -> Renderab
     if outcome.usage is None:
         parts.append(Text("no usage recorded", style="dim"))
     if outcome.error is not None:
-        parts.append(_raw("error", outcome.error))
+        parts.append(raw_block("error", outcome.error))
     parts.extend(_message(message, pairs, expand) for message in outcome.messages)
-    parts.extend(_raw("answer message", raw) for raw in outcome.raw_messages)
+    parts.extend(raw_block("answer message", raw) for raw in outcome.raw_messages)
     if outcome.has_value:
-        parts.append(_raw("value", outcome.value))
+        parts.append(raw_block("value", outcome.value))
     if outcome.more:
-        parts.append(_raw("more about this outcome", outcome.more))
+        parts.append(raw_block("more about this outcome", outcome.more))
     return Padding(Group(*parts), (0, 0, 0, 2))
 
 
@@ -145,7 +145,7 @@ def _message(message: Message, pairs: ToolPairs, expand: bool = False) -> Render
     body = [Padding(block, (0, 0, 0, 2)) for block in _contents(message.items, pairs, expand)]
     more = rules.more_properties(message, rules.MESSAGE_DRAWN)
     if more:
-        body.append(Padding(_raw("message properties", more), (0, 0, 0, 2)))
+        body.append(Padding(raw_block("message properties", more), (0, 0, 0, 2)))
     return Group(head, *body)
 
 
@@ -154,7 +154,7 @@ def _contents(contents: Iterable[Any], pairs: ToolPairs, expand: bool = False) -
         yield from _content(content, pairs, expand)
         more = rules.more_properties(content, rules.CONTENT_DRAWN) if rules.segment_kind(content) != "raw" else {}
         if more:
-            yield _raw("more properties", more)
+            yield raw_block("more properties", more)
 
 
 def _content(content: Any, pairs: ToolPairs, expand: bool) -> Iterable[RenderableType]:
@@ -181,11 +181,11 @@ def _content(content: Any, pairs: ToolPairs, expand: bool) -> Iterable[Renderabl
         if content.usage is not None:
             yield Text(format_usage(content.usage), style="dim")
     elif isinstance(content, UnknownContent):
-        yield _raw("framework content durable state has no type for", content.content)
+        yield raw_block("framework content durable state has no type for", content.content)
     elif isinstance(content, OpaqueContent):
-        yield _raw(f"content of unknown kind {content.kind!r}, kept as read", content.to_json_value())
+        yield raw_block(f"content of unknown kind {content.kind!r}, kept as read", content.to_json_value())
     else:
-        yield _raw(f"{content.kind}", content.to_json_value())
+        yield raw_block(f"{content.kind}", content.to_json_value())
 
 
 def _folded(content: Any, kind: str, pairs: ToolPairs) -> RenderableType:
@@ -350,5 +350,5 @@ def _value(value: Any) -> RenderableType:
     return JSON(_json.dumps(value).decode())
 
 
-def _raw(label: str, value: Any) -> RenderableType:
+def raw_block(label: str, value: Any) -> RenderableType:
     return Group(Text(label, style="dim magenta"), JSON(_json.dumps(value).decode()))

@@ -123,7 +123,7 @@ def validate(document: Any) -> list[Problem]:
 
 
 def _part_problems(raw: Any, index: int) -> list[Problem]:
-    pointer = json_pointer(["parts", index])
+    pointer = f"/parts/{index}"
     if not isinstance(raw, dict):
         return [Problem(pointer, f"expected a part object with fields {', '.join(FIELDS)}")]
     try:

@@ -14,7 +14,12 @@ follows the hosted model:
   scope;
 * an instance scores the sum over its spans, i.e. ``Σ score(type) × count(type)``;
 * the level is the band the score falls in: ``low`` below Medium, then ``medium``,
-  ``high``, ``critical`` at or above each threshold.
+  ``high``, ``critical`` at or above each threshold — the same thresholds for a span
+  type, a span (its type's score and level) and an instance;
+* a level is never below the flags of what it covers (:func:`scale_level`): a span type
+  that sends health data out is ``critical`` however few points it scores;
+* ``unknown`` is not ``low``: a score of 0 that only the undeclared (``unknown``) parts
+  of a declaration explain says nothing about the risk, so its level is ``unknown``.
 
 A :func:`rollup` (per schema version or per agent) takes the union of the declarations,
 the highest classification, and raises :class:`RiskFlag` s for dangerous combinations,
@@ -39,12 +44,15 @@ from agentfolio.registry.jsonschemas import json_type
 ActionValue = Literal["unknown", "allowed", "disallowed"]
 CategoryValue = Literal["unknown", "included", "excluded"]
 Classification = Literal["unknown", "public", "internal", "confidential", "restricted", "secret"]
-RiskLevel = Literal["low", "medium", "high", "critical"]
+RiskLevel = Literal["unknown", "low", "medium", "high", "critical"]
 
 ACTION_VALUES: tuple[str, ...] = ("unknown", "allowed", "disallowed")
 CATEGORY_VALUES: tuple[str, ...] = ("unknown", "included", "excluded")
 CLASSIFICATIONS: tuple[str, ...] = ("unknown", "public", "internal", "confidential", "restricted", "secret")
-RISK_LEVELS: tuple[str, ...] = ("low", "medium", "high", "critical")
+RISK_LEVELS: tuple[str, ...] = ("unknown", "low", "medium", "high", "critical")
+#: Levels a score can reach, least severe first (``unknown`` is no place on this scale).
+KNOWN_LEVELS: tuple[str, ...] = ("low", "medium", "high", "critical")
+_LEVEL_NAMES: dict[str, RiskLevel] = {"low": "low", "medium": "medium", "high": "high", "critical": "critical"}
 
 #: Action fields and their meaning, as the API documents them.
 ACTIONS: dict[str, str] = {
@@ -364,9 +372,45 @@ class ScoreTerm:
         return self.weight * self.multiplier
 
 
+def highest_level(levels: Iterable[str]) -> RiskLevel:
+    """The most severe known level; ``unknown`` only when no level is known."""
+    known = [level for level in levels if level in KNOWN_LEVELS]
+    return _LEVEL_NAMES[max(known, key=KNOWN_LEVELS.index)] if known else "unknown"
+
+
+def floor_of(flags: Iterable[RiskFlag]) -> RiskLevel | None:
+    """The level flags hold a score up to: a critical flag makes it critical, a high one
+    at least high; ``info`` flags raise nothing."""
+    levels = [flag.severity for flag in flags if flag.severity in KNOWN_LEVELS]
+    return highest_level(levels) if levels else None
+
+
+def _open_terms(risk: DataRisk, profile: RiskProfile) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Undeclared (``unknown``) categories and actions that could still add points: an
+    unknown category beside an allowed or unknown action, or the other way round, each
+    with a weight and multiplier the profile counts."""
+    params, result = risk.params_data_categories, risk.result_data_categories
+    categories = {c: "included" if "included" in (v := {getattr(params, c), getattr(result, c)})
+                  else "unknown" if "unknown" in v else "excluded" for c in CATEGORIES}
+    actions = {a: getattr(risk.action_profile, a) for a in ACTIONS}
+    live_categories = [c for c, v in categories.items() if v != "excluded" and profile.weight(c)]
+    live_actions = [a for a, v in actions.items() if v != "disallowed" and profile.multiplier(a)]
+    unknown_categories = tuple(c for c in live_categories if categories[c] == "unknown"
+                               and any(actions[a] in ("allowed", "unknown") for a in live_actions))
+    unknown_actions = tuple(a for a in live_actions if actions[a] == "unknown"
+                            and any(categories[c] in ("included", "unknown") for c in live_categories))
+    return unknown_categories, unknown_actions
+
+
 @dataclass(frozen=True, slots=True)
 class SpanTypeScore:
-    """A span type's score under a profile, with the terms that make it up."""
+    """A span type's score under a profile, the terms that make it up, and its level.
+
+    The level is the band the score falls in under the profile's thresholds, raised to
+    the severity of the span type's own flags (a type that sends health data out is
+    critical whatever its points); it is ``unknown`` when the score is 0 only because
+    the declaration leaves open what the type touches or does (``open_categories`` /
+    ``open_actions``: what could still add points)."""
 
     span_type: str
     score: float
@@ -374,6 +418,9 @@ class SpanTypeScore:
     terms: tuple[ScoreTerm, ...]
     #: Declared categories/actions the profile keeps out of agreed scope.
     exceeds_agreed_risk: tuple[str, ...]
+    flags: tuple[RiskFlag, ...] = ()
+    open_categories: tuple[str, ...] = ()
+    open_actions: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -383,6 +430,8 @@ class SpanTypeScore:
             "terms": [{"category": t.category, "action": t.action, "weight": t.weight,
                        "multiplier": t.multiplier, "points": _round(t.points)} for t in self.terms],
             "exceeds_agreed_risk": list(self.exceeds_agreed_risk),
+            "flags": [flag.code for flag in self.flags if flag.severity in KNOWN_LEVELS],
+            "undeclared": {"data_categories": list(self.open_categories), "actions": list(self.open_actions)},
         }
 
 
@@ -397,7 +446,19 @@ def score_span_type(span_type: str, risk: DataRisk, profile: RiskProfile = DEFAU
     score = sum(term.points for term in terms)
     exceeds = tuple([f"category:{c}" for c in categories if not profile.category_in_scope(c)]
                     + [f"action:{a}" for a in actions if not profile.action_in_scope(a)])
-    return SpanTypeScore(span_type, score, profile.level(score), terms, exceeds)
+    flags = rollup([(span_type, risk)]).flags
+    open_categories, open_actions = _open_terms(risk, profile)
+    level = scale_level(score, profile, floor=floor_of(flags), open_ended=bool(open_categories or open_actions))
+    return SpanTypeScore(span_type, score, level, terms, exceeds, flags, open_categories, open_actions)
+
+
+def scale_level(score: float, profile: RiskProfile, *, floor: RiskLevel | None, open_ended: bool) -> RiskLevel:
+    """The one rule every level follows: ``unknown`` when nothing scored, nothing is
+    flagged and the declarations leave points open; else the band of ``score`` under the
+    profile's thresholds, never below ``floor`` (the severity of the flags)."""
+    if score <= 0 and floor is None and open_ended:
+        return "unknown"
+    return highest_level((profile.level(score), floor or "low"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,6 +466,8 @@ class Contribution:
     span_type: str
     count: int
     type_score: float
+    #: the span type's own level (``unknown`` for a span name the schema version does not declare)
+    type_level: RiskLevel = "unknown"
 
     @property
     def points(self) -> float:
@@ -413,13 +476,15 @@ class Contribution:
 
 @dataclass(frozen=True, slots=True)
 class InstanceScore:
-    """An instance's score: the sum over its spans of their span type's score."""
+    """An instance's score: the sum over its spans of their span type's score; its level
+    by the same rule as a span type's, with the flags of the span types it ran."""
 
     score: float
     level: RiskLevel
     contributions: tuple[Contribution, ...]
     #: Span names with no declaration in the schema version; they score nothing.
     undeclared_span_types: tuple[str, ...]
+    flags: tuple[RiskFlag, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         total_spans = sum(c.count for c in self.contributions) or 1
@@ -427,9 +492,11 @@ class InstanceScore:
             "risk_score": _round(self.score),
             "risk_level": self.level,
             "contributions": [{"span_type": c.span_type, "count": c.count, "share": _round(c.count / total_spans),
-                               "type_score": _round(c.type_score), "points": _round(c.points)}
+                               "type_score": _round(c.type_score), "type_level": c.type_level,
+                               "points": _round(c.points)}
                               for c in self.contributions],
             "undeclared_span_types": list(self.undeclared_span_types),
+            "flags": [flag.code for flag in self.flags if flag.severity in KNOWN_LEVELS],
         }
 
 
@@ -438,6 +505,7 @@ def score_instance(span_counts: Mapping[str, int], span_types: Mapping[str, Data
     """Score a run from how many spans of each type it recorded."""
     contributions = []
     undeclared = []
+    ran: list[tuple[str, DataRisk]] = []
     for name in sorted(span_counts):
         count = span_counts[name]
         if count <= 0:
@@ -445,11 +513,28 @@ def score_instance(span_counts: Mapping[str, int], span_types: Mapping[str, Data
         risk = span_types.get(name)
         if risk is None:
             undeclared.append(name)
-            contributions.append(Contribution(name, count, 0.0))
+            contributions.append(Contribution(name, count, 0.0, "unknown"))
             continue
-        contributions.append(Contribution(name, count, score_span_type(name, risk, profile).score))
+        ran.append((name, risk))
+        scored = score_span_type(name, risk, profile)
+        contributions.append(Contribution(name, count, scored.score, scored.level))
     score = sum(c.points for c in contributions)
-    return InstanceScore(score, profile.level(score), tuple(contributions), tuple(undeclared))
+    flags = rollup(ran).flags
+    open_ended = any(c.type_level == "unknown" for c in contributions)
+    level = scale_level(score, profile, floor=floor_of(flags), open_ended=open_ended)
+    return InstanceScore(score, level, tuple(contributions), tuple(undeclared), flags)
+
+
+def score_agent(span_types: Iterable[tuple[str, DataRisk]],
+                profile: RiskProfile = DEFAULT_RISK_PROFILE) -> tuple[float, RiskLevel]:
+    """An agent's risk over the span types of all its schema versions: the highest span
+    type score, and the highest level of any span type or of their combinations' flags
+    (``unknown`` when no span type's level is known)."""
+    pairs = list(span_types)
+    scores = [score_span_type(name, risk, profile) for name, risk in pairs]
+    floor = floor_of(rollup(pairs).flags)
+    level = highest_level([score.level for score in scores] + ([floor] if floor else []))
+    return max((score.score for score in scores), default=0.0), level
 
 
 # --------------------------------------------------------------------------- roll-up

@@ -72,7 +72,6 @@ def create_server(settings: Settings | None = None, *, folio: Agentfolio | None 
 
     app = FastAPI(title="agentfolio", version=API_VERSION, lifespan=lifespan, description=API_DESCRIPTION)
     app.state.folio = folio
-    app.state.store = folio.store
     app.state.settings = settings
     app.include_router(health.router)
     install_api(app, max_body_bytes=settings.max_body_bytes)

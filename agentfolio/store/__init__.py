@@ -16,7 +16,7 @@ from agentfolio.store.engine import create_engine, migrate
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, StoreError, VersionConflict
 from agentfolio.store.jobs import Jobs
 from agentfolio.store.registry import RegistryStore
-from agentfolio.store.sessions import Appended, Created, SessionInfo, Sessions
+from agentfolio.store.sessions import Appended, Created, SessionInfo, Sessions, SessionStore
 from agentfolio.store.tokens import Tokens
 from agentfolio.store.viewer_files import ViewerFiles
 
@@ -30,7 +30,7 @@ class Store:
         self.blobs = blobs
         self.accounts = Accounts(engine)
         self.tokens = Tokens(engine)
-        self.sessions = Sessions(engine, blobs, settings)
+        self.sessions = SessionStore(engine, blobs, settings)
         self.registry = RegistryStore(engine, idempotency_window=settings.idempotency_window)
         self.viewer_files = ViewerFiles(engine, blobs)
         self.jobs = Jobs(engine)
@@ -60,4 +60,4 @@ class Store:
 
 
 __all__ = ["Account", "Accounts", "AlreadyExists", "Appended", "Created", "InvalidInput", "NotFound",
-           "SessionInfo", "Sessions", "Store", "StoreError", "VersionConflict"]
+           "SessionInfo", "SessionStore", "Sessions", "Store", "StoreError", "VersionConflict"]

@@ -87,6 +87,8 @@ class WrittenSpans:
     added: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: Sessions of spans sent again (already stored).
     resent: set[str] = field(default_factory=set)
+    #: Session id → (start, agent) of its earliest span stored now: the agent it is filed under.
+    agents: dict[str, tuple[int, str]] = field(default_factory=dict)
     #: (agent id, instance id) of every trace written to.
     instances: set[tuple[str, str]] = field(default_factory=set)
 
@@ -127,16 +129,17 @@ class OtelSpans:
                 time.sleep(0.01 * (attempt + 1))  # a concurrent request stored the same rows: re-check them
         raise AssertionError("unreachable")
 
-    def conversation(self, account: Account, session_id: str) -> tuple[ConversationRecord | None, int]:
-        """Where the session's conversation stands (``None``: never built), and how many
-        spans the session has now."""
+    def conversations(self, account: Account,
+                      session_ids: list[str]) -> tuple[dict[str, ConversationRecord], dict[str, int]]:
+        """Where these sessions' conversations stand (absent: never built), and how many
+        spans each session has now."""
         with read_transaction(self.engine) as connection:
             rows = OtelRows(connection, AccountScope(account.pk))
-            return rows.conversation(session_id), rows.session_span_count(session_id)
+            return rows.conversations(session_ids), rows.session_span_counts(session_ids)
 
-    def keep_conversation(self, account: Account, session_id: str, record: ConversationRecord) -> None:
+    def keep_conversations(self, account: Account, records: dict[str, ConversationRecord]) -> None:
         with write_transaction(self.engine) as connection:
-            OtelRows(connection, AccountScope(account.pk)).keep_conversation(session_id, record)
+            OtelRows(connection, AccountScope(account.pk)).keep_conversations(records)
 
     def session_spans(self, account: Account, session_id: str, *,
                       limit: int = 10_000) -> tuple[list[dict[str, Any]], str | None]:
@@ -288,21 +291,33 @@ class OtelRows(Rows):
     def insert_spans(self, rows: list[dict[str, Any]]) -> None:
         insert_many(self.conn, t_spans, self.scope.rows(rows))
 
-    def session_span_count(self, session_id: str) -> int:
-        return int(self.conn.execute(self.scope.count(t_spans).where(t_spans.c.session_id == session_id))
-                   .scalar_one())
+    def session_span_counts(self, session_ids: list[str]) -> dict[str, int]:
+        """How many spans each of these sessions has (absent: none)."""
+        found: dict[str, int] = {}
+        for chunk in _chunks(session_ids):
+            found.update(self.conn.execute(self.scope.select(t_spans, t_spans.c.session_id, sa.func.count())
+                                           .where(t_spans.c.session_id.in_(chunk))
+                                           .group_by(t_spans.c.session_id)).all())
+        return found
 
-    def conversation(self, session_id: str) -> ConversationRecord | None:
-        row = self.conn.execute(self.scope.select(t_conversations, t_conversations.c.state,
-                                                  t_conversations.c.session_version, t_conversations.c.spans)
-                                .where(t_conversations.c.session_id == session_id)).first()
-        return None if row is None else ConversationRecord(row.state, row.session_version, row.spans)
+    def conversations(self, session_ids: list[str]) -> dict[str, ConversationRecord]:
+        found: dict[str, ConversationRecord] = {}
+        for chunk in _chunks(session_ids):
+            for row in self.conn.execute(self.scope.select(
+                    t_conversations, t_conversations.c.session_id, t_conversations.c.state,
+                    t_conversations.c.session_version, t_conversations.c.spans)
+                    .where(t_conversations.c.session_id.in_(chunk))):
+                found[row.session_id] = ConversationRecord(row.state, row.session_version, row.spans)
+        return found
 
-    def keep_conversation(self, session_id: str, record: ConversationRecord) -> None:
-        self.conn.execute(self.scope.delete(t_conversations).where(t_conversations.c.session_id == session_id))
-        self.conn.execute(self.scope.insert(t_conversations).values(
-            session_id=session_id, state=record.state, session_version=record.session_version, spans=record.spans,
-            updated_at=now_us()))
+    def keep_conversations(self, records: dict[str, ConversationRecord]) -> None:
+        session_ids = sorted(records)
+        for chunk in _chunks(session_ids):
+            self.conn.execute(self.scope.delete(t_conversations).where(t_conversations.c.session_id.in_(chunk)))
+        stamp = now_us()
+        insert_many(self.conn, t_conversations, self.scope.rows(
+            {"session_id": session_id, "state": record.state, "session_version": record.session_version,
+             "spans": record.spans, "updated_at": stamp} for session_id, record in sorted(records.items())))
 
     def session_spans(self, session_id: str, limit: int) -> list[tuple[bytes, str | None]]:
         """(payload, agent external identifier) of the session's spans in start order."""
@@ -380,6 +395,9 @@ class _Write:
                 "inserted_at": self.stamp, "updated_at": self.stamp})
             result.instances.add((agent_id, instance_id))
             result.added.setdefault(mapped.session_id, []).append(payload)
+            earliest = result.agents.get(mapped.session_id)
+            if earliest is None or mapped.started_us < earliest[0]:
+                result.agents[mapped.session_id] = (mapped.started_us, agent_of[row_id])
             if mapped.is_llm:
                 result.sessions.add(mapped.session_id)
         self.rows.insert_spans(rows)

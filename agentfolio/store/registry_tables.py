@@ -241,3 +241,37 @@ registry_idempotency = sa.Table(
     sa.Column("inserted_at", Micros, nullable=False),
     sa.Index(None, "inserted_at"),
 )
+
+# Risk profiles an account keeps; an agent is scored under the one its ``risk_profile_id``
+# names (NULL: the account's default).  ``profile``: the RiskProfile as JSON.
+registry_risk_profiles = sa.Table(
+    "registry_risk_profiles", metadata,
+    sa.Column("id", Id, primary_key=True),
+    _account(),
+    sa.Column("name", Name, nullable=False),
+    sa.Column("profile", Json, nullable=False),
+    sa.Column("inserted_at", Micros, nullable=False),
+    sa.Column("updated_at", Micros, nullable=False),
+    sa.UniqueConstraint("account_pk", "name"),
+)
+
+# What someone should look at, raised once per subject (a span, a run, a schema version)
+# when it is written, and counted until it is acknowledged.
+registry_alerts = sa.Table(
+    "registry_alerts", metadata,
+    sa.Column("id", Id, primary_key=True),
+    _account(),
+    sa.Column("kind", sa.String(40), nullable=False),
+    sa.Column("severity", sa.String(16), nullable=False),
+    sa.Column("subject_id", sa.String(32), nullable=False),
+    sa.Column("agent_id", Id, sa.ForeignKey("registry_agents.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("instance_id", Id, nullable=True),
+    sa.Column("span_id", Id, nullable=True),
+    sa.Column("schema_version_id", Id, nullable=True),
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Column("inserted_at", Micros, nullable=False),
+    sa.Column("acknowledged_at", Micros, nullable=True),
+    sa.UniqueConstraint("account_pk", "kind", "subject_id"),
+    # the unacknowledged count reads this index only
+    sa.Index(None, "account_pk", "acknowledged_at"),
+)

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.elements import ColumnElement
 
 from agentfolio import _json
 from agentfolio.formats import durable_state
@@ -41,6 +42,7 @@ from agentfolio.store.documents import (
 )
 from agentfolio.store.engine import read_transaction, write_transaction
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, VersionConflict
+from agentfolio.store.scope import AccountScope
 from agentfolio.store.tables import entries, sessions
 
 SESSION_ID = re.compile(r"[A-Za-z0-9@][A-Za-z0-9._:@-]{0,199}")
@@ -153,21 +155,64 @@ def _latest_request(facts: Sequence[EntryFacts]) -> float | None:
     return next((item.at for item in reversed(facts) if item.kind == "request" and item.at is not None), None)
 
 
-class Sessions:
+class SessionStore:
+    """Every account's sessions: :meth:`of` opens one account's repository; :meth:`expire`
+    removes idle sessions of every account (by time alone, it names no account's rows)."""
+
     def __init__(self, engine: Engine, blobs: BlobStore, settings: Settings) -> None:
         self.engine = engine
         self.blobs = blobs
         self.settings = settings
 
+    def of(self, account: Account) -> Sessions:
+        """The sessions of ``account``, and only those."""
+        return Sessions(self, account)
+
+    def expire(self, now: float | None = None) -> int:
+        """Remove every session idle past the time-to-live; how many were removed."""
+        cutoff = _cutoff(self.settings, now)
+        if cutoff is None:
+            return 0
+        return _delete_sessions(self.engine, sa.select(sessions.c.pk).where(sessions.c.updated_at < cutoff))
+
+
+def _cutoff(settings: Settings, now: float | None = None) -> float | None:
+    """Sessions last written before this moment have expired (None: they never do)."""
+    ttl = settings.session_ttl
+    return None if ttl <= 0 else (now if now is not None else time.time()) - ttl
+
+
+def _delete_sessions(engine: Engine, chosen: sa.Select[Any]) -> int:
+    """Delete the sessions whose pks ``chosen`` selects, a hundred per transaction."""
+    removed = 0
+    while True:
+        with write_transaction(engine) as connection:
+            pks = list(connection.execute(chosen.limit(100)).scalars())
+            if not pks:
+                return removed
+            connection.execute(sa.delete(entries).where(entries.c.session_pk.in_(pks)))
+            connection.execute(sa.delete(sessions).where(sessions.c.pk.in_(pks)))
+        removed += len(pks)
+
+
+class Sessions:
+    """One account's sessions.  Opened by :meth:`SessionStore.of`; every statement on
+    ``sessions`` is built by the account's :class:`AccountScope`, and entries are reached
+    only through a session row found that way."""
+
+    def __init__(self, shared: SessionStore, account: Account) -> None:
+        self.engine = shared.engine
+        self.blobs = shared.blobs
+        self.settings = shared.settings
+        self.account = account
+        self.scope = AccountScope(account.pk)
+
     # -- helpers --------------------------------------------------------------------------
 
-    def _cutoff(self, now: float | None = None) -> float | None:
-        ttl = self.settings.session_ttl
-        return None if ttl <= 0 else (now if now is not None else time.time()) - ttl
-
-    def _visible(self, account: Account, session_id: str) -> Any:
-        condition = sa.and_(sessions.c.account_pk == account.pk, sessions.c.id == session_id)
-        cutoff = self._cutoff()
+    def _visible(self, session_id: str) -> ColumnElement[bool]:
+        """This account's session ``session_id``, unless it has expired."""
+        condition = sa.and_(self.scope.owns(sessions), sessions.c.id == session_id)
+        cutoff = _cutoff(self.settings)
         return condition if cutoff is None else sa.and_(condition, sessions.c.updated_at >= cutoff)
 
     def _info(self, row: Any) -> SessionInfo:
@@ -199,83 +244,83 @@ class Sessions:
 
     # -- reading --------------------------------------------------------------------------
 
-    def info(self, account: Account, session_id: str) -> SessionInfo:
+    def info(self, session_id: str) -> SessionInfo:
         with read_transaction(self.engine) as connection:
             row = connection.execute(sa.select(*_INFO_COLUMNS, *_FACT_COLUMNS)
-                                     .where(self._visible(account, session_id))).first()
+                                     .where(self._visible(session_id))).first()
         if row is None:
             raise NotFound(f"no session {session_id!r}")
         return self._info(row)
 
-    def get_bytes(self, account: Account, session_id: str) -> tuple[SessionInfo, bytes]:
+    def get_bytes(self, session_id: str) -> tuple[SessionInfo, bytes]:
         """The session's durable state as JSON bytes, exactly as written, and its info."""
-        return self._read(account, session_id, None)
+        return self._read(session_id, None)
 
-    def get_window(self, account: Account, session_id: str, start: int, stop: int) -> tuple[SessionInfo, bytes]:
+    def get_window(self, session_id: str, start: int, stop: int) -> tuple[SessionInfo, bytes]:
         """The durable state with only the entries at positions ``start`` to ``stop`` in its
         history, and its info: one screen of a session, read through the entries' primary
         key, so it costs the same at any length."""
-        return self._read(account, session_id, (max(0, start), max(0, stop)))
+        return self._read(session_id, (max(0, start), max(0, stop)))
 
-    def _read(self, account: Account, session_id: str, window: tuple[int, int] | None) -> tuple[SessionInfo, bytes]:
+    def _read(self, session_id: str, window: tuple[int, int] | None) -> tuple[SessionInfo, bytes]:
         for _ in range(2):
             try:
-                return self._get_bytes(account, session_id, window)
+                return self._get_bytes(session_id, window)
             except BlobMissing:
                 # A reset or delete committed after our snapshot and the sweep took the
                 # blobs it no longer needed: read the session as it is now.
                 continue
-        return self._get_bytes(account, session_id, window)
+        return self._get_bytes(session_id, window)
 
-    def _get_bytes(self, account: Account, session_id: str,
-                   window: tuple[int, int] | None = None) -> tuple[SessionInfo, bytes]:
+    def _get_bytes(self, session_id: str, window: tuple[int, int] | None = None) -> tuple[SessionInfo, bytes]:
         with self.engine.connect() as connection:
             if connection.dialect.name == "postgresql":
                 # The session row and its entries from one snapshot.
                 connection.execution_options(isolation_level="REPEATABLE READ")
             with connection.begin():
                 row = connection.execute(sa.select(*_INFO_COLUMNS, sessions.c.head, sessions.c.history_at)
-                                         .where(self._visible(account, session_id))).first()
+                                         .where(self._visible(session_id))).first()
                 if row is None:
                     raise NotFound(f"no session {session_id!r}")
                 chosen = sa.select(entries.c.body, entries.c.blobs).where(entries.c.session_pk == row.pk)
                 if window is not None:
                     chosen = chosen.where(entries.c.position >= window[0], entries.c.position < window[1])
                 bodies = connection.execute(chosen.order_by(entries.c.position)).all()
+        account_pk = self.account.pk
+
         def fetch(digest: str) -> bytes:
             try:
                 return self.blobs.get(content_key(digest))
             except BlobMissing:
                 pass
             try:  # stored before blobs were content-addressed, and not moved yet by the sweep
-                return self.blobs.get(legacy_key(account.pk, row.pk, digest))
+                return self.blobs.get(legacy_key(account_pk, row.pk, digest))
             except BlobMissing:
                 return self.blobs.get(content_key(digest))  # moved meanwhile
 
         parts = (body if refs is None else unpack_body(body, refs, fetch) for body, refs in bodies)
         return self._info(row), assemble(row.head, row.history_at, parts)
 
-    def get_document(self, account: Account, session_id: str) -> tuple[SessionInfo, dict[str, Any]]:
-        info, data = self.get_bytes(account, session_id)
+    def get_document(self, session_id: str) -> tuple[SessionInfo, dict[str, Any]]:
+        info, data = self.get_bytes(session_id)
         return info, _json.loads(data)
 
-    def exists_source(self, account: Account, source_hash: str) -> str | None:
+    def exists_source(self, source_hash: str) -> str | None:
         """The id of the session imported from a file with this SHA-256, if any."""
         with read_transaction(self.engine) as connection:
-            return connection.execute(sa.select(sessions.c.id).where(sessions.c.account_pk == account.pk,
-                                                                     sessions.c.source_hash == source_hash)
-                                      ).scalar_one_or_none()
+            return connection.execute(self.scope.select(sessions, sessions.c.id)
+                                      .where(sessions.c.source_hash == source_hash)).scalar_one_or_none()
 
-    def list(self, account: Account | None, *, agent: str | None = None, since: float | None = None,
-             until: float | None = None, text: str | None = None, agent_contains: str | None = None,
-             sort: str = "updated", descending: bool = True, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
+    def list(self, *, agent: str | None = None, since: float | None = None, until: float | None = None,
+             text: str | None = None, agent_contains: str | None = None, sort: str = "updated",
+             descending: bool = True, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
         """Sessions newest-written first (or by ``sort``, one of :data:`SORTS`), each with
         its counted facts; ``since``/``until`` match the history's own times, ``text`` any
         message text and ``agent_contains`` part of the agent's name (both case-insensitive)."""
         order = SORTS.get(sort, SORTS["updated"])
         order = order.desc().nulls_last() if descending else order.asc().nulls_last()
-        query = (sa.select(*_INFO_COLUMNS, *_FACT_COLUMNS)
-                 .where(*self._filters(account, agent=agent, since=since, until=until, text=text,
+        query = (self.scope.select(sessions, *_INFO_COLUMNS, *_FACT_COLUMNS)
+                 .where(*self._filters(agent=agent, since=since, until=until, text=text,
                                        agent_contains=agent_contains))
                  .order_by(order, sessions.c.id).limit(limit).offset(offset))
         with read_transaction(self.engine) as connection:
@@ -283,22 +328,17 @@ class Sessions:
         if any(row.facts_version != FACTS_VERSION for row in rows):
             for row in rows:
                 if row.facts_version != FACTS_VERSION:
-                    self._count_facts(row.pk)
+                    self._count_facts(row.pk, row.id)
             with read_transaction(self.engine) as connection:
                 rows = connection.execute(query).all()
         return [self._info(row) for row in rows]
 
-    def _count_facts(self, session_pk: int) -> None:
+    def _count_facts(self, session_pk: int, session_id: str) -> None:
         """Count a session written before its facts were kept (or counted by older rules):
         read it whole once, then write its entries' facts and its own."""
-        with read_transaction(self.engine) as connection:
-            owner = connection.execute(sa.select(sessions.c.account_pk, sessions.c.id)
-                                       .where(sessions.c.pk == session_pk)).first()
-        if owner is None:
-            return
         try:
-            info, data = self._read(Account(owner.account_pk, ""), owner.id, None)
-            session = durable_state.read_bytes(data, strict=False, source=owner.id).session
+            info, data = self._read(session_id, None)
+            session = durable_state.read_bytes(data, strict=False, source=session_id).session
         except (NotFound, FormatError):
             return
         total, per_entry, latencies = session_facts(session)
@@ -320,20 +360,19 @@ class Sessions:
             for start in range(0, len(rows), _INSERT_BATCH):
                 connection.execute(statement, rows[start:start + _INSERT_BATCH])
 
-    def count(self, account: Account | None, *, agent: str | None = None, since: float | None = None,
-              until: float | None = None, text: str | None = None, agent_contains: str | None = None) -> int:
+    def count(self, *, agent: str | None = None, since: float | None = None, until: float | None = None,
+              text: str | None = None, agent_contains: str | None = None) -> int:
         """How many sessions :meth:`list` would page through with the same filters."""
-        query = sa.select(sa.func.count()).select_from(sessions).where(
-            *self._filters(account, agent=agent, since=since, until=until, text=text, agent_contains=agent_contains))
+        query = self.scope.count(sessions).where(
+            *self._filters(agent=agent, since=since, until=until, text=text, agent_contains=agent_contains))
         with read_transaction(self.engine) as connection:
             return int(connection.execute(query).scalar_one())
 
-    def _filters(self, account: Account | None, *, agent: str | None, since: float | None, until: float | None,
-                 text: str | None, agent_contains: str | None) -> tuple[Any, ...]:
+    def _filters(self, *, agent: str | None, since: float | None, until: float | None, text: str | None,
+                 agent_contains: str | None) -> tuple[Any, ...]:
+        """Conditions on this account's sessions (the caller's statement is scoped)."""
         conditions = []
-        if account is not None:
-            conditions.append(sessions.c.account_pk == account.pk)
-        cutoff = self._cutoff()
+        cutoff = _cutoff(self.settings)
         if cutoff is not None:
             conditions.append(sessions.c.updated_at >= cutoff)
         if agent is not None:
@@ -353,7 +392,7 @@ class Sessions:
                                                 entries.c.text.like(_contains(search_text(text)), escape="\\")))
         return tuple(conditions)
 
-    def match_snippets(self, account: Account, session_ids: Sequence[str], text: str,
+    def match_snippets(self, session_ids: Sequence[str], text: str,
                        width: int = 160) -> dict[str, str]:
         """For each session, the text around the first place ``text`` occurs in its messages."""
         needle = search_text(text)
@@ -361,8 +400,9 @@ class Sessions:
             return {}
         found: dict[str, str] = {}
         with read_transaction(self.engine) as connection:
-            keys = dict(connection.execute(sa.select(sessions.c.id, sessions.c.pk).where(
-                sessions.c.account_pk == account.pk, sessions.c.id.in_(list(session_ids)))).all())
+            chosen = self.scope.select(sessions, sessions.c.id, sessions.c.pk).where(
+                sessions.c.id.in_(list(session_ids)))
+            keys: dict[str, int] = {row.id: row.pk for row in connection.execute(chosen)}
             for session_id, session_pk in keys.items():
                 row = connection.execute(
                     sa.select(entries.c.body, entries.c.blobs, entries.c.text)
@@ -372,10 +412,10 @@ class Sessions:
                     found[session_id] = _snippet(row, needle, width, self.settings.search_text_limit)
         return found
 
-    def iter_all(self, account: Account | None = None) -> Iterator[SessionInfo]:
+    def iter_all(self) -> Iterator[SessionInfo]:
         offset = 0
         while True:
-            page = self.list(account, limit=500, offset=offset)
+            page = self.list(limit=500, offset=offset)
             yield from page
             if len(page) < 500:
                 return
@@ -383,7 +423,7 @@ class Sessions:
 
     # -- writing --------------------------------------------------------------------------
 
-    def create(self, account: Account, document: Any, *, session_id: str | None = None, agent: str | None = None,
+    def create(self, document: Any, *, session_id: str | None = None, agent: str | None = None,
                source_hash: str | None = None, strict: bool = True) -> Created:
         """Store a durable state as a new session at version 1."""
         if session_id is not None and not SESSION_ID.fullmatch(session_id):
@@ -406,8 +446,8 @@ class Sessions:
         schema_version = document.get("schemaVersion")
         try:
             with write_transaction(self.engine) as connection:
-                session_pk = connection.execute(sa.insert(sessions).values(
-                    account_pk=account.pk, id=session_id, agent=agent,
+                session_pk = connection.execute(self.scope.insert(sessions).values(
+                    id=session_id, agent=agent,
                     schema_version=schema_version if isinstance(schema_version, str) else None,
                     head=head, history_at=history_at, version=1, entry_count=len(packed), created_at=now,
                     updated_at=now, first_activity_at=min(times, default=None),
@@ -416,31 +456,30 @@ class Sessions:
                 ).returning(sessions.c.pk)).scalar_one()
                 self._insert_entries(connection, session_pk, 0, packed, list(zip(per_entry, latencies, strict=True)))
         except IntegrityError:
-            self._purge_expired_id(account, session_id)
-            if source_hash is not None and self.exists_source(account, source_hash):
+            self._purge_expired_id(session_id)
+            if source_hash is not None and self.exists_source(source_hash):
                 raise AlreadyExists("this document was already imported") from None
             raise AlreadyExists(f"a session {session_id!r} already exists") from None
-        return Created(self.info(account, session_id), problems)
+        return Created(self.info(session_id), problems)
 
-    def _purge_expired_id(self, account: Account, session_id: str) -> None:
+    def _purge_expired_id(self, session_id: str) -> None:
         """An id taken only by an expired session is freed (then the caller may retry)."""
-        cutoff = self._cutoff()
+        cutoff = _cutoff(self.settings)
         if cutoff is not None:
-            self._delete_where(sa.and_(sessions.c.account_pk == account.pk, sessions.c.id == session_id,
-                                       sessions.c.updated_at < cutoff))
+            _delete_sessions(self.engine, self.scope.select(sessions, sessions.c.pk).where(
+                sessions.c.id == session_id, sessions.c.updated_at < cutoff))
 
-    def append(self, account: Account, session_id: str, entry: Any, *, expected_version: int | None,
-               strict: bool = True) -> Appended:
+    def append(self, session_id: str, entry: Any, *, expected_version: int | None, strict: bool = True) -> Appended:
         """Add one entry at the end of the history: one INSERT and one guarded UPDATE.
 
         ``expected_version`` is the version the caller read (``None``: whatever it is now).
         """
         if not isinstance(entry, dict):
             raise InvalidInput("an entry must be a JSON object", pointer="")
-        return self.append_many(account, session_id, [entry], expected_version=expected_version, strict=strict)
+        return self.append_many(session_id, [entry], expected_version=expected_version, strict=strict)
 
-    def append_many(self, account: Account, session_id: str, new_entries: Sequence[Any], *,
-                    expected_version: int | None, strict: bool = True) -> Appended:
+    def append_many(self, session_id: str, new_entries: Sequence[Any], *, expected_version: int | None,
+                    strict: bool = True) -> Appended:
         """Add entries at the end of the history together (a request and its response), as one write:
         the version goes up by one, and no other writer's entry can land between them.
 
@@ -467,7 +506,7 @@ class Sessions:
                 (sessions.c.last_activity_at.is_(None), latest),
                 (sessions.c.last_activity_at < latest, latest),
                 else_=sessions.c.last_activity_at)
-        condition = self._visible(account, session_id)
+        condition = self._visible(session_id)
         if expected_version is not None:
             condition = sa.and_(condition, sessions.c.version == expected_version)
         with write_transaction(self.engine) as connection:
@@ -477,7 +516,7 @@ class Sessions:
                                      .returning(*_INFO_COLUMNS, sessions.c.history_at, sessions.c.last_request_at)
                                    ).first()
             if row is None:
-                current = connection.execute(sa.select(sessions.c.version).where(self._visible(account, session_id))
+                current = connection.execute(sa.select(sessions.c.version).where(self._visible(session_id))
                                              ).scalar_one_or_none()
                 if current is None:
                     raise NotFound(f"no session {session_id!r}")
@@ -516,10 +555,10 @@ class Sessions:
             values["last_request_at"] = latest
         return values
 
-    def reset(self, account: Account, session_id: str, *, expected_version: int | None = None) -> SessionInfo:
+    def reset(self, session_id: str, *, expected_version: int | None = None) -> SessionInfo:
         """Empty the session: ``{"schemaVersion": ..., "data": {"conversationHistory": []}}``."""
         with write_transaction(self.engine) as connection:
-            row = self._locked(connection, account, session_id, expected_version)
+            row = self._locked(connection, session_id, expected_version)
             version = row.schema_version or durable_state.DEFAULT_VERSION
             head, history_at, _ = split_document({"schemaVersion": version, "data": {"conversationHistory": []}})
             connection.execute(sa.delete(entries).where(entries.c.session_pk == row.pk))
@@ -532,41 +571,20 @@ class Sessions:
                 .returning(*_INFO_COLUMNS)).one()
         return self._info(done)
 
-    def delete(self, account: Account, session_id: str, *, expected_version: int | None = None) -> None:
+    def delete(self, session_id: str, *, expected_version: int | None = None) -> None:
         with write_transaction(self.engine) as connection:
-            row = self._locked(connection, account, session_id, expected_version)
+            row = self._locked(connection, session_id, expected_version)
             connection.execute(sa.delete(entries).where(entries.c.session_pk == row.pk))
             connection.execute(sa.delete(sessions).where(sessions.c.pk == row.pk))
 
-    def _locked(self, connection: Connection, account: Account, session_id: str,
-                expected_version: int | None) -> Any:
+    def _locked(self, connection: Connection, session_id: str, expected_version: int | None) -> Any:
         row = connection.execute(sa.select(sessions.c.pk, sessions.c.version, sessions.c.schema_version)
-                                 .where(self._visible(account, session_id)).with_for_update()).first()
+                                 .where(self._visible(session_id)).with_for_update()).first()
         if row is None:
             raise NotFound(f"no session {session_id!r}")
         if expected_version is not None and row.version != expected_version:
             raise VersionConflict(session_id, expected_version, row.version)
         return row
-
-    def expire(self, now: float | None = None) -> int:
-        """Remove every session idle past the time-to-live; how many were removed."""
-        cutoff = self._cutoff(now)
-        if cutoff is None:
-            return 0
-        return self._delete_where(sessions.c.updated_at < cutoff)
-
-    def _delete_where(self, condition: Any) -> int:
-        removed = 0
-        while True:
-            with write_transaction(self.engine) as connection:
-                rows = connection.execute(sa.select(sessions.c.pk, sessions.c.account_pk).where(condition)
-                                          .limit(100)).all()
-                if not rows:
-                    return removed
-                pks = [row.pk for row in rows]
-                connection.execute(sa.delete(entries).where(entries.c.session_pk.in_(pks)))
-                connection.execute(sa.delete(sessions).where(sessions.c.pk.in_(pks)))
-            removed += len(rows)
 
 
 def _contains(text: str) -> str:

@@ -31,7 +31,7 @@ from agentfolio.store.registry_tables import registry_deployments as deployments
 from agentfolio.store.scope import AccountScope
 from agentfolio.store.tables import accounts, tokens, viewer_sessions
 
-__all__ = ["TokenInfo", "Tokens"]
+__all__ = ["AccountTokens", "TokenInfo", "Tokens"]
 
 VIEWER_SECRET_PREFIX = "afv_"
 TOKEN_ID = re.compile(r"(afk|afd)-([1-9][0-9]{0,17})")
@@ -58,40 +58,15 @@ class TokenInfo:
 
 
 class Tokens:
+    """Bearer tokens: :meth:`of` opens one account's; the viewer's sign-ins, which find
+    their account from a secret, are here."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def list(self, account: Account) -> list[TokenInfo]:
-        """The account's tokens of both kinds, oldest first, revoked ones included."""
-        scope = AccountScope(account.pk)
-        with read_transaction(self.engine) as connection:
-            own = connection.execute(scope.select(tokens, tokens.c.pk, tokens.c.prefix, tokens.c.label,
-                                                  tokens.c.created_at, tokens.c.revoked_at)).all()
-            bound = connection.execute(
-                scope.select(deployment_tokens, deployment_tokens.c.pk, deployment_tokens.c.prefix,
-                             deployment_tokens.c.label, deployment_tokens.c.created_at,
-                             deployment_tokens.c.revoked_at, deployments.c.agent_id, deployments.c.environment_id)
-                .join(deployments, deployments.c.id == deployment_tokens.c.deployment_id)).all()
-        found = [TokenInfo(f"afk-{row.pk}", "account", row.prefix, row.label, row.created_at, row.revoked_at)
-                 for row in own]
-        found += [TokenInfo(f"afd-{row.pk}", "deployment", row.prefix, row.label, row.created_at, row.revoked_at,
-                            row.agent_id, row.environment_id) for row in bound]
-        return sorted(found, key=lambda info: (info.created_at, info.id))
-
-    def revoke(self, account: Account, token_id: str) -> TokenInfo:
-        """Revoke one of the account's tokens (again: no change); NotFound for any other id."""
-        match = TOKEN_ID.fullmatch(token_id)
-        if match is None:
-            raise NotFound(f"no token {token_id!r}")
-        table = tokens if match[1] == "afk" else deployment_tokens
-        scope = AccountScope(account.pk)
-        with write_transaction(self.engine) as connection:
-            connection.execute(scope.update(table).where(table.c.pk == int(match[2]), table.c.revoked_at.is_(None))
-                               .values(revoked_at=time.time()))
-        for info in self.list(account):
-            if info.id == token_id:
-                return info
-        raise NotFound(f"no token {token_id!r}")
+    def of(self, account: Account) -> AccountTokens:
+        """The tokens of ``account``, and only those."""
+        return AccountTokens(self.engine, account)
 
     # -- viewer sign-ins ------------------------------------------------------------------
 
@@ -136,3 +111,43 @@ class Tokens:
         with write_transaction(self.engine) as connection:
             connection.execute(sa.delete(viewer_sessions)
                                .where(viewer_sessions.c.secret_hash == hash_token(secret)))
+
+
+class AccountTokens:
+    """One account's tokens of both kinds, every statement built by its :class:`AccountScope`."""
+
+    def __init__(self, engine: Engine, account: Account) -> None:
+        self.engine = engine
+        self.scope = AccountScope(account.pk)
+
+    def list(self) -> list[TokenInfo]:
+        """The account's tokens of both kinds, oldest first, revoked ones included."""
+        with read_transaction(self.engine) as connection:
+            own = connection.execute(self.scope.select(tokens, tokens.c.pk, tokens.c.prefix, tokens.c.label,
+                                                       tokens.c.created_at, tokens.c.revoked_at)).all()
+            bound = connection.execute(
+                self.scope.select(deployment_tokens, deployment_tokens.c.pk, deployment_tokens.c.prefix,
+                                  deployment_tokens.c.label, deployment_tokens.c.created_at,
+                                  deployment_tokens.c.revoked_at, deployments.c.agent_id,
+                                  deployments.c.environment_id)
+                .join(deployments, deployments.c.id == deployment_tokens.c.deployment_id)).all()
+        found = [TokenInfo(f"afk-{row.pk}", "account", row.prefix, row.label, row.created_at, row.revoked_at)
+                 for row in own]
+        found += [TokenInfo(f"afd-{row.pk}", "deployment", row.prefix, row.label, row.created_at, row.revoked_at,
+                            row.agent_id, row.environment_id) for row in bound]
+        return sorted(found, key=lambda info: (info.created_at, info.id))
+
+    def revoke(self, token_id: str) -> TokenInfo:
+        """Revoke one of the account's tokens (again: no change); NotFound for any other id."""
+        match = TOKEN_ID.fullmatch(token_id)
+        if match is None:
+            raise NotFound(f"no token {token_id!r}")
+        table = tokens if match[1] == "afk" else deployment_tokens
+        with write_transaction(self.engine) as connection:
+            connection.execute(self.scope.update(table)
+                               .where(table.c.pk == int(match[2]), table.c.revoked_at.is_(None))
+                               .values(revoked_at=time.time()))
+        for info in self.list():
+            if info.id == token_id:
+                return info
+        raise NotFound(f"no token {token_id!r}")

@@ -43,6 +43,7 @@ from agentfolio.formats.errors import FormatError, Problem
 from agentfolio.formats.jsonio import gc_paused
 from agentfolio.web import agents as agent_views
 from agentfolio.web import html, registry_data
+from agentfolio.web import traces as trace_pages
 from agentfolio.web.csrf import refuse_cross_site
 from agentfolio.web.documents import Opened, OpenedFiles, OpenedStore, StoredOpenedFiles
 from agentfolio.web.traces import trace_from_document
@@ -571,8 +572,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
             source = viewer.opened_source(opened)
             return viewer.page(request, "session.html", who, conv=source.conversation(start), nav="open")
         if opened.kind == "trace":
-            trace = opened.cache.get("trace") or opened.cache.setdefault("trace", trace_from_document(opened.document))
-            return viewer.page(request, "trace.html", who, trace_title=opened.name, trace=trace, nav="traces")
+            return trace_pages.opened_trace_page(viewer, request, who, opened)
         if opened.kind == "schema_version":
             version = opened.cache.get("version") or opened.cache.setdefault(
                 "version", agent_views.schema_version_view(schema_version_of(opened.document) or {}))
@@ -598,6 +598,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
 
     # -- traces and agents ----------------------------------------------------------
 
+<<<<<<< HEAD
     @router.get("/traces")
     @guarded
     async def traces_page(request: Request, who: Who, agent: str = "", offset: int = 0) -> Response:
@@ -619,6 +620,9 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         trace = await run_in_threadpool(registry_data.instance_trace, viewer.folio, who.account, instance_id)
         return viewer.page(request, "trace.html", who, trace_title=f"Instance {instance_id}", trace=trace,
                            nav="traces")
+=======
+    trace_pages.add_routes(router, viewer, guarded)
+>>>>>>> main
 
     @router.get("/agents")
     @guarded
@@ -651,12 +655,37 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         return RedirectResponse(f"{viewer.prefix}/agents/{quote(stopped['agent_id'], safe='')}#runs",
                                 status_code=303)
 
+    @router.get("/alerts")
+    @guarded
+    async def alerts_page(request: Request, who: Who, all: str = "") -> Response:
+        if not registry_data.has_registry(viewer.folio):
+            return viewer.error(request, who, 404, "No store", "This viewer has no registry store.")
+        listed = await run_in_threadpool(registry_data.list_alerts, viewer.folio, who.account, everything=bool(all))
+        return viewer.page(request, "alerts.html", who, nav="alerts", **listed)
+
+    @router.post("/alerts/acknowledge")
+    @guarded
+    async def acknowledge_alerts(request: Request, who: Who) -> Response:
+        if not registry_data.has_registry(viewer.folio):
+            return viewer.error(request, who, 404, "No store", "This viewer has no registry store.")
+        form = await request.form(max_files=0, max_fields=2)
+        alert_id = None if form.get("all") else str(form.get("alert_id") or "")[:64]
+        await run_in_threadpool(registry_data.acknowledge_alerts, viewer.folio, who.account, alert_id)
+        return RedirectResponse(f"{viewer.prefix}/alerts", status_code=303)
+
     def _agents_context(who: Who) -> dict[str, Any]:
         agents: list[dict[str, Any]] = []
+        profile = None
         if registry_data.has_registry(viewer.folio):
             agents, _ = registry_data.list_agents(viewer.folio, who.account)
+<<<<<<< HEAD
         return {"versions": viewer.opened.of_kind(who, "schema_version"), "agents": agents,
                 "risk_badges": agent_views.risk_badges}
+=======
+            profile = registry_data.risk_profile(viewer.folio, who.account)
+        return {"versions": viewer.opened.of_kind(who.owner, "schema_version"), "agents": agents,
+                "risk_badges": agent_views.risk_badges, "risk_profile": profile}
+>>>>>>> main
 
     @router.post("/agents/compat")
     @guarded

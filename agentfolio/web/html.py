@@ -30,7 +30,7 @@ from markupsafe import Markup, escape
 
 from agentfolio import _json
 from agentfolio.model import FunctionCallContent, FunctionResultContent, Message, OpaqueEntry, Session
-from agentfolio.present import rules
+from agentfolio.present import risk, rules
 
 #: Entries rendered per page of a long session (the first screen, then more on scroll).
 PAGE_ENTRIES = 40
@@ -457,9 +457,9 @@ def environment() -> Environment:
     env.filters.update(markdown=render_markdown, json=_json_filter, json_cut=_json_cut, size=rules.human_size,
                        usage=lambda usage: rules.format_usage(usage) if usage is not None else "tokens: not reported",
                        time=short_time, one_line=rules.one_line, url=rules.shown_url,
-                       duration=rules.human_duration)
+                       duration=rules.human_duration, risk_label=risk.risk_label)
     env.globals.update(json_tree=json_tree, json_limit=JSON_PREVIEW_CHARS, long_text_chars=rules.LONG_TEXT_CHARS,
-                       body_media=lambda part: rules.find_media(part.to_dict(), limit=1))
+                       body_media=lambda part: rules.find_media(part.to_dict(), limit=1), risk_legend=risk.scale_legend)
     return env
 
 

@@ -14,6 +14,9 @@ from typing import Any
 from agentfolio.app.registry import (
     AgentList,
     AgentShow,
+    AlertAcknowledge,
+    AlertCount,
+    AlertList,
     InstanceGet,
     InstanceList,
     InstanceTerminate,
@@ -55,6 +58,11 @@ def list_agents(folio: Any, account: Any, *, offset: int = 0, page_size: int = 5
     return agents, page.pagination
 
 
+def risk_profile(folio: Any, account: Any) -> Any:
+    """The risk profile the account's scores are made under (for the legend)."""
+    return _service(folio).risk_profile(Principal(account))
+
+
 def list_instances(folio: Any, account: Any, *, agent_id: str | None = None, offset: int = 0,
                    page_size: int = 50) -> tuple[list[dict[str, Any]], Any]:
     command = InstanceList(page=PageRequest(offset, page_size, Sorting("inserted_at", "desc")), agent_id=agent_id,
@@ -90,7 +98,7 @@ def agent_overview(folio: Any, account: Any, agent_id: str) -> dict[str, Any]:
     service, principal = _service(folio), Principal(account)
     agent = service.show_agent(principal, AgentShow(agent_id=agent_id)).model_dump(mode="json")
     report = service.agent_risk(principal, agent["id"]).model_dump(mode="json")
-    profile = service.risk_profile(principal)
+    profile = service.risk_profile(principal, agent["id"])
     versions: list[tuple[dict[str, Any], SchemaVersionView]] = []
     for entry in reversed(report["schema_versions"]):
         details = service.get_schema_version(principal, SchemaVersionGet(entry["id"])).model_dump(mode="json")
@@ -99,6 +107,7 @@ def agent_overview(folio: Any, account: Any, agent_id: str) -> dict[str, Any]:
              for f in report["rollup"]["flags"]]
     runs, _ = list_instances(folio, account, agent_id=agent["id"], page_size=20)
     return {"agent": agent, "report": report, "versions": versions, "flags": flags, "profile": profile.name,
+            "risk_profile": profile,
             "agent_badges": risk_badges(report["rollup"]), "runs": runs}
 
 
@@ -107,3 +116,19 @@ def terminate_instance(folio: Any, account: Any, instance_id: str, reason: str |
     stopped = _service(folio).run(Principal(account), InstanceTerminate(agent_instance_id=instance_id,
                                                                         reason=reason or None))
     return stopped.model_dump(mode="json")  # type: ignore[no-any-return]
+
+
+def list_alerts(folio: Any, account: Any, *, everything: bool = False) -> dict[str, Any]:
+    """The newest alerts (open ones, or all) and how many are open."""
+    service, principal = _service(folio), Principal(account)
+    page = service.run(principal, AlertList(page=PageRequest(0, 100, Sorting("id", "desc")),
+                                            acknowledged=None if everything else False))
+    return {"alerts": [alert.model_dump(mode="json") for alert in page.items],
+            "open_count": service.run(principal, AlertCount()).count, "showing_all": everything}
+
+
+def acknowledge_alerts(folio: Any, account: Any, alert_id: str | None) -> int:
+    """Acknowledge one alert (``None``: every open one); how many were acknowledged."""
+    command = AlertAcknowledge(everything=True) if alert_id is None else AlertAcknowledge(alert_ids=(alert_id,))
+    done = _service(folio).run(Principal(account), command)
+    return int(done.acknowledged or 0)

@@ -1,203 +1,466 @@
-"""An agent instance's spans as a tree on a timeline, each titled by its rendered template.
+"""The trace pages: the list of traces, and one trace as a split pane.
 
-Titles, validation and risk come from the registry domain (one implementation each):
-``CompiledSchemaVersion.summary`` renders the span type's Liquid template,
-``CompiledSchemaVersion.validate`` checks params and result payloads, and
-``risk.score_instance`` scores the run.  A span export without its schema version is
-still shown: titles fall back to the span's own ``summary``/``schema_title``/``schema_name``
-and its stored ``validation`` (if any) is shown as it is.
+On the left the spans as a tree beside their waterfall, read a page at a time (the
+first page is in the page; more pages, before or after, come from ``…/rows`` as the
+list scrolls or ``j``/``k`` step past its end); on the right the selected span's
+detail, read when it is selected (``…/span?id=``), its id in the URL (``?span=``) so
+back, forward and reload keep it.  No payload is in the page but the selected span's:
+the page weighs the same for a trace of any size.
+
+A stored trace is read through :class:`agentfolio.app.traces.TraceService`; an opened
+span export through :class:`agentfolio.web.trace_files.FileTrace`, which answers the
+same rows and details.  Routes are added to the viewer's router by :func:`add_routes`.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import quote, urlencode
 
-from agentfolio.registry.risk import InstanceScore, score_instance
-from agentfolio.registry.spans import CompiledSchemaVersion, SpanValidation, validate_without_version
-from agentfolio.web.html import parse_moment
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+from starlette.concurrency import run_in_threadpool
 
-PARENT_MISSING = "parent_span_id names no span of this instance"
+from agentfolio.app.registry import Principal
+from agentfolio.app.traces import (
+    ROW_PAGE,
+    SpanDetail,
+    SpanRow,
+    TraceBreakdown,
+    TraceHeader,
+    TracePage,
+    TraceQuery,
+    TraceRows,
+)
+from agentfolio.errors import AgentfolioError
+from agentfolio.present.durations import duration_label, moment_label, offset_label
+from agentfolio.web import html
+from agentfolio.web.trace_files import FileTrace, SpanNode, SpanValidation, Trace, build_trace, trace_from_document
+
+if TYPE_CHECKING:
+    from agentfolio.web.app import WebViewer
+
+__all__ = ["FileTrace", "SpanNode", "SpanValidation", "Trace", "add_routes", "build_trace", "trace_from_document"]
+
+#: Rows drawn before a linked span when a page opens on it.
+ROWS_BEFORE_LINKED = 40
+_CSS_TOKEN = re.compile(r"[^a-z0-9_-]")
+#: Closest two axis labels may be, in percent of the axis.
+TICK_GAP = 9.0
+#: Deepest indentation drawn (deeper spans say their depth in ``aria-level``).
+MAX_INDENT = 30
 
 
-@dataclass
-class SpanNode:
-    span: dict[str, Any]
-    id: str
-    parent_id: str | None
-    schema_name: str
-    title: str
-    summary: str | None
-    status: str
-    started_at: Any
-    finished_at: Any
-    start: float | None
-    end: float | None
-    validation: dict[str, Any]
-    flags: list[str] = field(default_factory=list)
-    children: list[SpanNode] = field(default_factory=list)
-    depth: int = 0
-    #: Where its bar sits on the timeline, in thousandths of the trace's span.
-    bar_x: float = 0.0
-    bar_width: float = 0.0
+# --------------------------------------------------------------------------- labels
+
+
+def css_token(text: str) -> str:
+    return _CSS_TOKEN.sub("", text.lower())[:24] or "unknown"
+
+
+_NICE = (1, 2, 5)
+
+
+def tick_step(total_us: float, wanted: int = 5) -> float:
+    """The round step (1, 2 or 5 × 10ⁿ µs) giving about ``wanted`` ticks over ``total_us``."""
+    raw = max(total_us / wanted, 1.0)
+    power = 10 ** math.floor(math.log10(raw))
+    for nice in (*_NICE, 10):
+        if nice * power >= raw:
+            return float(nice * power)
+    return float(10 * power)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Where spans sit on the waterfall: offsets from the trace's first start."""
+
+    first_us: int | None
+    last_us: int | None
 
     @property
-    def duration_ms(self) -> float | None:
+    def total_us(self) -> int:
+        if self.first_us is None or self.last_us is None:
+            return 1
+        return max(self.last_us - self.first_us, 1)
+
+    def offset(self, us: int | None) -> int | None:
+        return None if us is None or self.first_us is None else us - self.first_us
+
+    def ticks(self) -> list[tuple[float, str]]:
+        """Round moments along the axis, as (percent, label); none crowding the one before."""
+        step = tick_step(self.total_us)
+        out: list[tuple[float, str]] = []
+        for index in range(int(self.total_us // step) + 1):
+            x = round(index * step / self.total_us * 100, 3)
+            if out and x - out[-1][0] < TICK_GAP:
+                continue
+            out.append((x, "0" if index == 0 else duration_label(index * step)))
+        return out
+
+
+@dataclass(frozen=True)
+class RowView:
+    row: SpanRow
+    timeline: Timeline
+
+    @property
+    def name(self) -> str:
+        return self.row.summary or self.row.title
+
+    @property
+    def status_class(self) -> str:
+        return css_token(self.row.status)
+
+    @property
+    def indent(self) -> int:
+        return min(self.row.depth, MAX_INDENT)
+
+    @property
+    def start(self) -> int | None:
+        return self.timeline.offset(self.row.started_us)
+
+    @property
+    def end(self) -> int | None:
+        finished = self.row.finished_us if self.row.finished_us is not None else self.timeline.last_us
+        return self.timeline.offset(finished)
+
+    @property
+    def start_label(self) -> str:
+        return offset_label(self.start)
+
+    @property
+    def duration_label(self) -> str:
+        if self.row.started_us is None:
+            return "not started"
+        if self.row.finished_us is None:
+            return "running"
+        return duration_label(self.row.finished_us - self.row.started_us)
+
+    @property
+    def bar(self) -> tuple[float, float] | None:
+        """The bar's left edge and width, in percent of the timeline."""
         if self.start is None or self.end is None:
             return None
-        return max(0.0, (self.end - self.start) * 1000)
-
-    @property
-    def flagged(self) -> bool:
-        return bool(self.flags) or self.validation.get("status") == "invalid"
-
-    @property
-    def payload(self) -> Any:
-        return self.span.get("payload")
-
-    @property
-    def result_payload(self) -> Any:
-        return self.span.get("result_payload")
+        total = self.timeline.total_us
+        return (round(self.start / total * 100, 3), round(max((self.end - self.start) / total * 100, 0.15), 3))
 
 
 @dataclass
-class Trace:
-    nodes: list[SpanNode]  # depth-first order, roots first
-    roots: list[SpanNode]
-    start: float | None
-    end: float | None
-    instance: dict[str, Any] | None
-    schema_version_id: str | None
-    has_schema_version: bool
-    risk: InstanceScore | None
-    status_counts: dict[str, int]
+class DetailView:
+    """A span's detail as the right pane draws it."""
+
+    detail: SpanDetail
+    timeline: Timeline
+    page_url: str
+    entries: list[Any] = field(default_factory=list)
+    usage: str | None = None
 
     @property
-    def flagged(self) -> int:
-        return sum(node.flagged for node in self.nodes)
+    def row(self) -> RowView:
+        return RowView(self.detail.row, self.timeline)
 
     @property
-    def duration_ms(self) -> float | None:
-        return None if self.start is None or self.end is None else (self.end - self.start) * 1000
+    def started_label(self) -> str:
+        return moment_label(self.detail.row.started_us)
+
+    @property
+    def problems(self) -> list[dict[str, Any]]:
+        return [p for p in self.detail.validation.get("problems") or () if isinstance(p, dict)]
+
+    @property
+    def note(self) -> str | None:
+        note = self.detail.validation.get("note")
+        return note if isinstance(note, str) else None
+
+    @property
+    def otel(self) -> dict[str, Any] | None:
+        return self.detail.otel
+
+    def event_offset(self, event: Any) -> str:
+        """An OTel event's time as an offset from its span's start."""
+        if not isinstance(event, dict) or not self.otel:
+            return ""
+        at, start = event.get("time_unix_nano"), self.otel.get("start_time_unix_nano")
+        if not isinstance(at, int) or not isinstance(start, int):
+            return ""
+        return offset_label(max(0, at - start) / 1000)
 
 
-def build_trace(spans: list[dict[str, Any]], *, schema_version: dict[str, Any] | None = None,
-                instance: dict[str, Any] | None = None, stored: bool = False) -> Trace:
-    """``stored``: the spans come from the store, which validated them and rendered their
-    summaries when they were written and read; those are shown as recorded. The summaries
-    rendered here share one read's budget, however many spans there are."""
-    from agentfolio.registry.templates import summaries_budget
-
-    with summaries_budget():
-        return _build_trace(spans, schema_version=schema_version, instance=instance, stored=stored)
+def detail_view(detail: SpanDetail, timeline: Timeline, page_url: str) -> DetailView:
+    view = DetailView(detail, timeline, page_url)
+    if detail.conversation is not None:
+        session_view = html.session_view(detail.conversation)
+        view.entries = html.entry_views(session_view)
+    return view
 
 
-def _build_trace(spans: list[dict[str, Any]], *, schema_version: dict[str, Any] | None,
-                 instance: dict[str, Any] | None, stored: bool) -> Trace:
-    compiled = None
-    if schema_version:
-        from agentfolio.web.agents import span_types_of
-
-        span_types, _, meta = span_types_of(schema_version)
-        compiled = CompiledSchemaVersion(meta.get("id") if isinstance(meta.get("id"), str) else None, span_types)
-    nodes: dict[str, SpanNode] = {}
-    order: list[SpanNode] = []
-    for index, span in enumerate(spans):
-        span_id = str(span.get("id") or f"#{index}")
-        name = str(span.get("schema_name") or "?")
-        payload, result = span.get("payload"), span.get("result_payload")
-        status = str(span.get("status") or "?")
-        recorded = span.get("validation")
-        if stored and isinstance(recorded, dict):
-            validation = recorded
-            summary = span.get("summary") if isinstance(span.get("summary"), str) else None
-            title = str(span.get("schema_title") or (compiled.title(name) if compiled else name))
-        elif compiled is not None:
-            validation = compiled.validate(name, payload, result, status=status).to_json()
-            summary = compiled.summary(name, payload, result)
-            title = compiled.title(name)
-        else:
-            recorded = span.get("validation")
-            validation = recorded if isinstance(recorded, dict) else validate_without_version().to_json()
-            summary = span.get("summary") if isinstance(span.get("summary"), str) else None
-            title = str(span.get("schema_title") or name)
-        start, end = parse_moment(span.get("started_at")), parse_moment(span.get("finished_at"))
-        node = SpanNode(span, span_id, span.get("parent_span_id"), name, title, summary, status,
-                        span.get("started_at"), span.get("finished_at"),
-                        start.timestamp() if start else None, end.timestamp() if end else None, validation)
-        if span_id in nodes:
-            node.flags.append(f"duplicate span id {span_id!r}")
-            span_id = f"{span_id}#{index}"
-            node.id = span_id
-        nodes[span_id] = node
-        order.append(node)
-    roots: list[SpanNode] = []
-    for node in order:
-        parent = nodes.get(node.parent_id) if node.parent_id else None
-        already = any(p.get("part") == "parent_span_id" for p in node.validation.get("problems") or ()
-                      if isinstance(p, dict))
-        if node.parent_id and parent is None and not already:
-            node.flags.append(PARENT_MISSING)
-        if parent is not None and parent is not node:
-            parent.children.append(node)
-        else:
-            roots.append(node)
-    times = [t for node in order for t in (node.start, node.end) if t is not None]
-    first, last = (min(times), max(times)) if times else (None, None)
-    ordered: list[SpanNode] = []
-
-    def key(node: SpanNode) -> tuple[float, str]:
-        return (node.start if node.start is not None else float("inf"), node.id)
-
-    stack = [(root, 0) for root in sorted(roots, key=key, reverse=True)]
-    seen: set[int] = set()
-    while stack:
-        node, depth = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        node.depth = depth
-        ordered.append(node)
-        stack.extend((child, depth + 1) for child in sorted(node.children, key=key, reverse=True))
-    for node in order:  # a parent cycle leaves spans unreachable from any root
-        if id(node) not in seen:
-            node.flags.append("parent chain loops back on itself")
-            ordered.append(node)
-    if first is not None and last is not None:
-        width = max(last - first, 1e-9)
-        for node in ordered:
-            if node.start is None:
-                continue
-            bar_end = node.end if node.end is not None else last
-            node.bar_x = round((node.start - first) / width * 1000, 2)
-            node.bar_width = round(max((bar_end - node.start) / width * 1000, 2), 2)
-    counts: dict[str, int] = {}
-    for node in ordered:
-        counts[node.status] = counts.get(node.status, 0) + 1
-    risk = None
-    if compiled is not None:
-        per_type: dict[str, int] = {}
-        for node in ordered:
-            per_type[node.schema_name] = per_type.get(node.schema_name, 0) + 1
-        risk = score_instance(per_type, {name: t.data_risk for name, t in compiled.span_types.items()})
-    return Trace(ordered, roots, first, last, instance, compiled.id if compiled else None, compiled is not None,
-                 risk, counts)
+# --------------------------------------------------------------------------- sources
 
 
-def trace_from_document(document: Any) -> Trace:
-    from agentfolio.app.documents import schema_version_of, span_list
+class TraceSource(Protocol):
+    """A trace the page can draw: a stored one or an opened export."""
 
-    spans = span_list(document) or []
-    schema_version = None
-    instance = None
-    if isinstance(document, dict):
-        for key in ("schema_version", "agent_schema_version"):
-            if isinstance(document.get(key), dict):
-                schema_version = schema_version_of(document[key])
-                if schema_version is not None:
-                    break
-        instance = document.get("agent_instance") or document.get("instance")
-    return build_trace(spans, schema_version=schema_version, instance=instance if isinstance(instance, dict) else None)
+    title: str
+    url: str
+
+    def timeline(self) -> Timeline: ...
+
+    def rows(self, *, after: str | None = None, before: str | None = None, descend: bool = True,
+             within: str | None = None, limit: int = ROW_PAGE) -> TraceRows: ...
+
+    def around(self, span_id: str) -> TraceRows: ...
+
+    def span(self, span_id: str) -> SpanDetail: ...
 
 
-__all__ = ["SpanNode", "SpanValidation", "Trace", "build_trace", "trace_from_document"]
+class StoredTrace:
+    """A stored trace, read for the signed-in account."""
+
+    def __init__(self, folio: Any, account: Any, instance_id: str, prefix: str) -> None:
+        self.service = folio.traces
+        self.principal = Principal(account)
+        self.instance_id = instance_id
+        self.url = f"{prefix}/traces/{quote(instance_id, safe='')}"
+        self.header: TraceHeader = self.service.header(self.principal, instance_id)
+        self.title = f"{self.header.agent_name} · trace {self.header.external_identifier or instance_id}"
+
+    def timeline(self) -> Timeline:
+        return Timeline(self.header.first_us, self.header.last_us)
+
+    def rows(self, **options: Any) -> TraceRows:
+        rows: TraceRows = self.service.rows(self.principal, self.instance_id, **options)
+        return rows
+
+    def around(self, span_id: str) -> TraceRows:
+        rows: TraceRows = self.service.around(self.principal, self.instance_id, span_id, before=ROWS_BEFORE_LINKED)
+        return rows
+
+    def span(self, span_id: str) -> SpanDetail:
+        detail: SpanDetail = self.service.span(self.principal, self.instance_id, span_id)
+        return detail
+
+    def breakdown(self) -> TraceBreakdown:
+        found: TraceBreakdown = self.service.breakdown(self.principal, self.instance_id)
+        return found
+
+
+class OpenedTrace:
+    """An opened span export (kept in memory with the opened file)."""
+
+    def __init__(self, opened: Any, prefix: str) -> None:
+        trace = opened.cache.get("trace") or opened.cache.setdefault("trace", trace_from_document(opened.document))
+        self.file: FileTrace = opened.cache.get("file_trace") or opened.cache.setdefault(
+            "file_trace", FileTrace(trace, opened.name))
+        self.trace: Trace = trace
+        self.title = opened.name
+        self.url = f"{prefix}/open/{opened.token}"
+
+    def timeline(self) -> Timeline:
+        return Timeline(self.file.first_us, self.file.last_us)
+
+    def rows(self, **options: Any) -> TraceRows:
+        return self.file.rows(**options)
+
+    def around(self, span_id: str) -> TraceRows:
+        return self.file.around(span_id, before=ROWS_BEFORE_LINKED)
+
+    def span(self, span_id: str) -> SpanDetail:
+        return self.file.span(span_id)
+
+
+# --------------------------------------------------------------------------- pages
+
+
+def _rows_context(source: TraceSource, found: TraceRows) -> dict[str, Any]:
+    timeline = source.timeline()
+    return {"rows": [RowView(row, timeline) for row in found.rows], "more_before": found.more_before,
+            "more_after": found.more_after, "rows_url": source.url + "/rows", "within": None}
+
+
+def trace_page_context(source: TraceSource, span_id: str | None) -> dict[str, Any]:
+    """What ``trace.html`` draws: the header, the first rows (or those around the linked
+    span) and the linked span's detail."""
+    timeline = source.timeline()
+    selected = None
+    if span_id:
+        found = source.around(span_id)
+        selected = detail_view(source.span(span_id), timeline, source.url)
+    else:
+        found = source.rows()
+    return {"source": source, "timeline": timeline, "selected": selected, "total_us": timeline.total_us,
+            "duration_label": duration_label, "moment_label": moment_label, **_rows_context(source, found)}
+
+
+def _fragment(template: str, prefix: str, **context: Any) -> Response:
+    from agentfolio.web.app import SECURITY_HEADERS
+
+    body = html.render(template, base=prefix, **context)
+    return HTMLResponse(body, headers={**SECURITY_HEADERS, "Cache-Control": "no-store"})
+
+
+def _flag(value: str) -> bool | None:
+    return {"yes": True, "no": False}.get(value)
+
+
+@dataclass
+class ListView:
+    """The trace list's page: its filters as asked, its rows and its links."""
+
+    page: TracePage | None
+    filters: dict[str, str]
+    url: str
+
+    def link(self, **changes: str | None) -> str:
+        query = {**self.filters, **changes}
+        return self.url + "?" + urlencode({key: value for key, value in query.items() if value})
+
+    def sort_link(self, sort: str) -> str:
+        descending = "asc" if self.filters.get("sort") == sort and self.filters.get("order") != "asc" else "desc"
+        return self.link(sort=sort, order=descending, after=None, before=None)
+
+    def sort_state(self, sort: str) -> str:
+        if self.filters.get("sort", "started") != sort:
+            return "none"
+        return "ascending" if self.filters.get("order") == "asc" else "descending"
+
+
+LIST_SORTS = {"started": "Started", "agent": "Agent", "duration": "Duration", "status": "Status",
+              "spans": "Spans", "failed": "Failed", "flagged": "Flagged"}
+
+
+def add_routes(router: APIRouter, viewer: WebViewer, guarded: Callable[..., Any]) -> None:
+    """The trace list, stored traces and opened exports' rows and spans."""
+    prefix = viewer.prefix
+
+    def stored(who: Any, instance_id: str) -> StoredTrace:
+        return StoredTrace(viewer.folio, who.account, instance_id, prefix)
+
+    def opened(request: Request, who: Any, token: str) -> OpenedTrace | Response:
+        found = viewer.opened.get(token, who.owner)
+        if found is None or found.kind != "trace":
+            return viewer.error(request, who, 404, "Not open any more", "Open the file again to see it.")
+        return OpenedTrace(found, prefix)
+
+    def has_registry() -> bool:
+        return viewer.folio is not None and getattr(viewer.folio, "traces", None) is not None
+
+    def no_store(request: Request, who: Any) -> Response:
+        return viewer.error(request, who, 404, "No store", "This viewer has no trace store.")
+
+    @router.get("/traces")
+    @guarded
+    async def traces_page(request: Request, who: Any, status: str = "", agent: str = "", since: str = "",
+                          until: str = "", flagged: str = "", sort: str = "started", order: str = "desc",
+                          after: str = "", before: str = "") -> Response:
+        filters = {"status": status, "agent": agent[:200], "since": since[:40], "until": until[:40],
+                   "flagged": flagged if flagged in ("yes", "no") else "", "sort": sort if sort in LIST_SORTS else "",
+                   "order": "asc" if order == "asc" else ""}
+        page = None
+        if has_registry():
+            query = TraceQuery(status=status or None, agent=agent or None, since=html.parse_moment(since),
+                               until=html.parse_moment(until), flagged=_flag(flagged),
+                               sort=sort if sort in LIST_SORTS else "started", descending=order != "asc",
+                               after=after or None, before=before or None)
+            page = await run_in_threadpool(viewer.folio.traces.list, Principal(who.account), query)
+        view = ListView(page, filters, f"{prefix}/traces")
+        return viewer.page(request, "traces.html", who, nav="traces", listing=view, sorts=LIST_SORTS,
+                           has_registry=has_registry(), traces=viewer.opened.of_kind(who.owner, "trace"),
+                           duration=duration_label, css_token=css_token)
+
+    @router.get("/traces/{instance_id}")
+    @guarded
+    async def trace_page(request: Request, who: Any, instance_id: str, span: str = "") -> Response:
+        if not has_registry():
+            return no_store(request, who)
+
+        def build() -> dict[str, Any]:
+            source = stored(who, instance_id)
+            return trace_page_context(source, span or None)
+
+        context = await run_in_threadpool(build)
+        return viewer.page(request, "trace.html", who, nav="traces", trace_title=context["source"].title,
+                           breakdown_url=context["source"].url + "/breakdown", **context)
+
+    @router.get("/traces/{instance_id}/rows")
+    @guarded
+    async def trace_rows(request: Request, who: Any, instance_id: str, after: str = "", before: str = "",
+                         descend: int = 1, within: str = "") -> Response:
+        if not has_registry():
+            return no_store(request, who)
+        return await run_in_threadpool(_rows_fragment, stored(who, instance_id), after, before, descend, within)
+
+    # The span's id as a query parameter: an opened export's ids may hold "/".
+    @router.get("/traces/{instance_id}/span")
+    @guarded
+    async def trace_span(request: Request, who: Any, instance_id: str, id: str = "") -> Response:
+        span_id = id
+        if not has_registry():
+            return no_store(request, who)
+        return await run_in_threadpool(_span_fragment, stored(who, instance_id), span_id)
+
+    @router.get("/traces/{instance_id}/breakdown")
+    @guarded
+    async def trace_breakdown(request: Request, who: Any, instance_id: str) -> Response:
+        if not has_registry():
+            return no_store(request, who)
+
+        def build() -> Response:
+            source = stored(who, instance_id)
+            return _fragment("partials/trace_breakdown.html", prefix, breakdown=source.breakdown(),
+                             header=source.header)
+
+        return await run_in_threadpool(build)
+
+    @router.get("/open/{token}/rows")
+    @guarded
+    async def opened_rows(request: Request, who: Any, token: str, after: str = "", before: str = "",
+                          descend: int = 1, within: str = "") -> Response:
+        source = opened(request, who, token)
+        if isinstance(source, Response):
+            return source
+        return await run_in_threadpool(_rows_fragment, source, after, before, descend, within)
+
+    @router.get("/open/{token}/span")
+    @guarded
+    async def opened_span(request: Request, who: Any, token: str, id: str = "") -> Response:
+        span_id = id
+        source = opened(request, who, token)
+        if isinstance(source, Response):
+            return source
+        return await run_in_threadpool(_span_fragment, source, span_id)
+
+    def _rows_fragment(source: TraceSource, after: str, before: str, descend: int, within: str) -> Response:
+        found = source.rows(after=after or None, before=before or None, descend=bool(descend),
+                            within=within or None)
+        context = _rows_context(source, found)
+        context["within"] = within or None
+        context["direction"] = "before" if before else "after"
+        return _fragment("partials/trace_rows.html", prefix, **context)
+
+    def _span_fragment(source: TraceSource, span_id: str) -> Response:
+        try:
+            view = detail_view(source.span(span_id), source.timeline(), source.url)
+        except AgentfolioError as error:  # the pane says so; the page around it stays
+            response = _fragment("partials/trace_detail_missing.html", prefix, message=error.message)
+            response.status_code = 404 if error.code == "not_found" else 400
+            return response
+        return _fragment("partials/trace_detail.html", prefix, selected=view)
+
+
+def opened_trace_page(viewer: WebViewer, request: Request, who: Any, opened: Any) -> Response:
+    """The page of an opened span export (``/open/{token}``), ``?span=`` selecting a span."""
+    source = OpenedTrace(opened, viewer.prefix)
+    span = request.query_params.get("span") or None
+    context = trace_page_context(source, span)
+    trace = source.trace
+    breakdown = TraceBreakdown(status_counts=dict(trace.status_counts),
+                               risk_level=trace.risk.level if trace.risk else None,
+                               risk_score=trace.risk.score if trace.risk else None)
+    return viewer.page(request, "trace.html", who, nav="traces", trace_title=source.title, breakdown=breakdown,
+                       file_trace=trace, **context)
+

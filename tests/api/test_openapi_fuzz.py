@@ -38,7 +38,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=lambda m: m.value)
 def test_served_openapi(live: LiveServer, store: Store, mode: GenerationMode) -> None:
     token, account = store.accounts.create_token("fuzz")
-    store.sessions.create(account, {"schemaVersion": "1.0.0", "data": {"conversationHistory": []}}, session_id="a")
+    store.sessions.of(account).create({"schemaVersion": "1.0.0", "data": {"conversationHistory": []}}, session_id="a")
     schema = schemathesis.openapi.from_url(live.url + "/openapi.json")
     headers = {"Authorization": f"Bearer {token}"}
     failures: list[str] = []

@@ -76,6 +76,6 @@ def test_the_viewer_signs_in_for_less_than_a_month_and_signs_out_server_side(cli
 
     again = client.post("/login", data={"token": token}, follow_redirects=False).cookies.get("agentfolio_session")
     assert client.get("/sessions", cookies={"agentfolio_session": again}, follow_redirects=False).status_code == 200
-    store.tokens.revoke(alice, store.tokens.list(alice)[0].id)
+    store.tokens.of(alice).revoke(store.tokens.of(alice).list()[0].id)
     after = client.get("/sessions", cookies={"agentfolio_session": again}, follow_redirects=False)
     assert after.status_code != 200

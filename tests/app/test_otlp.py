@@ -62,7 +62,7 @@ def test_a_later_request_extends_the_conversation_and_nul_is_no_failure(store: S
         encoding="protobuf")
     assert second.accepted == 2
     assert ingest.wait_idle()
-    _, document = store.sessions.get_document(account, session_id)
+    _, document = store.sessions.of(account).get_document(session_id)
     texts = [m["contents"][0]["text"] for e in document["data"]["conversationHistory"] for m in e["messages"]]
     assert texts == ["hello\x00there", "hi", "more", "done"], texts
     resent = body({"id": b"\x02" * 8, "start": NOW, "attributes": chat(["hello\x00there"], "hi")})
@@ -71,14 +71,14 @@ def test_a_later_request_extends_the_conversation_and_nul_is_no_failure(store: S
 
 
 def texts_of(store: Store, account: Any, session_id: str) -> list[str]:
-    _, document = store.sessions.get_document(account, session_id)
+    _, document = store.sessions.of(account).get_document(session_id)
     return [m["contents"][0]["text"] for e in document["data"]["conversationHistory"] for m in e["messages"]
             if m.get("role") != "system"]
 
 
 def entries_of(store: Store, account: Any, session_id: str) -> list[str]:
     """Each entry's kind and the texts of its messages."""
-    _, document = store.sessions.get_document(account, session_id)
+    _, document = store.sessions.of(account).get_document(session_id)
     return [f"{e['$type']}:" + ",".join(m["contents"][0].get("text", "") for m in e["messages"])
             for e in document["data"]["conversationHistory"]]
 
@@ -95,11 +95,11 @@ def test_each_request_appends_only_its_new_messages(store: Store) -> None:
     account = store.accounts.ensure("app")
     ingest = OtlpIngest(store)
     session_id = ingest.export(account, turn(0), encoding="protobuf").sessions[0]
-    first = store.sessions.info(account, session_id)
+    first = store.sessions.of(account).info(session_id)
     for index in range(1, 6):
         ingest.export(account, turn(index), encoding="protobuf")
         # One append per request: the version moves by one and the entries already stored stay.
-        assert store.sessions.info(account, session_id).version == first.version + index
+        assert store.sessions.of(account).info(session_id).version == first.version + index
     assert texts_of(store, account, session_id) == [text for i in range(6) for text in (f"q{i}", f"a{i}")]
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from typer.testing import CliRunner
 
 from agentfolio import _json
@@ -16,13 +15,6 @@ from agentfolio.cli import app
 from agentfolio.settings import Settings
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENTFOLIO_DATA_DIR", str(tmp_path))
-    monkeypatch.delenv("AGENTFOLIO_DATABASE_URL", raising=False)
-    return tmp_path
 
 
 def start_run(data_dir: Path, account: str, agent: str) -> str:

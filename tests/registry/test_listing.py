@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentfolio.registry.errors import RegistryError
@@ -50,6 +50,7 @@ def test_page_info_for_middle_last_and_empty_pages():
     assert set(body) == {"status", "summaries", "pagination", "sorting"}
 
 
+@settings(deadline=None)  # a loaded machine is slow; speed lives in bench/
 @given(st.integers(0, 10_000), st.integers(1, 100), st.data())
 def test_walking_next_page_offset_visits_every_item_once(total, size, data):
     offset, seen = 0, 0

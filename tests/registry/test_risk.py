@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentfolio.registry.errors import RegistryError
@@ -120,6 +120,7 @@ def test_bad_profiles_are_refused_naming_the_field(raw, field):
     assert field in caught.value.errors
 
 
+@settings(deadline=None)
 @given(st.dictionaries(st.sampled_from(list(CATEGORIES)), st.sampled_from(["unknown", "included", "excluded"])),
        st.dictionaries(st.sampled_from(list(ACTIONS)), st.sampled_from(["unknown", "allowed", "disallowed"])),
        st.integers(0, 50))
@@ -174,3 +175,94 @@ def test_rollup_merges_the_same_span_type_across_versions():
     rolled = rollup([("tool", risk({"read_data": "allowed"})), ("tool", risk({"update_data": "allowed"}))])
     assert rolled.span_types == ("tool",)
     assert rolled.action_profile["read_data"] == rolled.action_profile["update_data"] == "allowed"
+
+
+# --------------------------------------------------------------------------- one scale
+
+
+def test_a_span_type_that_declares_nothing_is_unknown_not_low():
+    assert score_span_type("noop", DataRisk()).level == "unknown"
+    assert score_instance({"noop": 3}, {"noop": DataRisk()}).level == "unknown"
+    assert score_instance({"ghost": 3}, {}).level == "unknown"  # a span type the version does not declare
+    # Declared fully and harmless: low, a real 0.
+    harmless = risk(dict.fromkeys(ACTIONS, "disallowed"), dict.fromkeys(CATEGORIES, "excluded"))
+    assert score_span_type("harmless", harmless).level == "low"
+    # Reads something, but what is not said: unknown, and the open categories are named.
+    reader = score_span_type("reader", risk({"read_data": "allowed"}))
+    assert reader.level == "unknown" and "health_and_medical" in reader.open_categories
+    assert reader.to_json()["undeclared"]["data_categories"] == list(reader.open_categories)
+    # No run at all touched nothing: low.
+    assert score_instance({}, {}).level == "low"
+
+
+def test_a_span_types_level_is_never_below_its_own_flags():
+    mailer = risk({"external_communication": "allowed"}, {"health_and_medical": "included"})
+    scored = score_span_type("mailer", mailer)
+    assert scored.score == 18 and DEFAULT_RISK_PROFILE.level(18) == "low"
+    assert scored.level == "critical" and scored.to_json()["flags"] == ["external_communication_with_sensitive_data"]
+    purge = score_span_type("purge", risk({"destroy_data": "allowed"}))
+    assert purge.score == 0 and purge.level == "high"  # flagged, though what it destroys is not declared
+    # A run is never below the flags of the span types it ran, together: one reads health
+    # records, another writes to the outside world.
+    reader = risk({"read_data": "allowed"}, {"health_and_medical": "included"})
+    sender = risk({"external_communication": "allowed"}, {"contact_information": "included"})
+    run = score_instance({"reader": 1, "sender": 1}, {"reader": reader, "sender": sender})
+    assert run.score == 9 + 8 and run.level == "critical"
+
+
+PROFILES = st.builds(
+    lambda weights, multipliers, medium, gaps: RiskProfile.from_json({
+        "categories": {name: {"weight": weight, "included": included} for name, (weight, included) in weights.items()},
+        "actions": {name: {"multiplier": mult, "included": included}
+                    for name, (mult, included) in multipliers.items()},
+        "thresholds": {"medium": medium, "high": medium + gaps[0], "critical": medium + gaps[0] + gaps[1]}}),
+    st.dictionaries(st.sampled_from(list(CATEGORIES)), st.tuples(st.integers(0, 10), st.booleans())),
+    st.dictionaries(st.sampled_from(list(ACTIONS)), st.tuples(st.floats(0, 100, allow_nan=False), st.booleans())),
+    st.floats(0.5, 500, allow_nan=False), st.tuples(st.floats(0.5, 500), st.floats(0.5, 500)))
+DECLARATIONS = st.builds(
+    risk,
+    st.dictionaries(st.sampled_from(list(ACTIONS)), st.sampled_from(["unknown", "allowed", "disallowed"])),
+    st.dictionaries(st.sampled_from(list(CATEGORIES)), st.sampled_from(["unknown", "included", "excluded"])),
+    st.dictionaries(st.sampled_from([*CATEGORIES, "classification"]), st.sampled_from(["unknown", "included"])
+                    ).map(lambda found: {key: ("secret" if key == "classification" and value == "included" else
+                                               "unknown" if key == "classification" else value)
+                                         for key, value in found.items()}))
+ORDER = ("unknown", "low", "medium", "high", "critical")
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(DECLARATIONS, PROFILES)
+def test_the_level_of_a_span_type_follows_the_one_rule(declared, profile):
+    scored = score_span_type("t", declared, profile)
+    floor = [flag.severity for flag in scored.flags if flag.severity != "info"]
+    assert scored.score == pytest.approx(sum(t.weight * t.multiplier for t in scored.terms))
+    if scored.level == "unknown":
+        assert scored.score == 0 and not floor and (scored.open_categories or scored.open_actions)
+    else:
+        band = profile.level(scored.score)
+        assert ORDER.index(scored.level) == max(ORDER.index(level) for level in [band, *floor])
+    if declared.is_undeclared() and any(profile.weight(c) for c in CATEGORIES) and \
+            any(profile.multiplier(a) for a in ACTIONS):
+        assert scored.level == "unknown"
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.dictionaries(st.sampled_from(["a", "b", "c", "ghost"]), st.integers(0, 1000), max_size=4),
+       st.fixed_dictionaries({"a": DECLARATIONS, "b": DECLARATIONS, "c": DECLARATIONS}), PROFILES,
+       st.sampled_from(["a", "b", "c", "ghost"]), st.integers(1, 1000))
+def test_a_run_scores_its_spans_and_more_spans_never_lower_its_level(counts, declared, profile, extra, more):
+    run = score_instance(counts, declared, profile)
+    expected = sum(score_span_type(n, declared[n], profile).score * c for n, c in counts.items() if n in declared)
+    assert run.score == pytest.approx(expected)
+    ran = {name: score_span_type(name, declared[name], profile).level if name in declared else "unknown"
+           for name, count in counts.items() if count}
+    if run.level == "unknown":  # only when nothing scored and some span type's risk is unknown
+        assert run.score == 0 and "unknown" in ran.values()
+    else:  # never below a span type it ran
+        assert all(ORDER.index(run.level) >= ORDER.index(level) for level in ran.values())
+    grown = score_instance({**counts, extra: counts.get(extra, 0) + more}, declared, profile)
+    # More spans never lower a known level; they can make it unknown only while nothing scores.
+    if "unknown" in (grown.level, run.level):
+        assert grown.level != "unknown" or grown.score == 0
+    else:
+        assert ORDER.index(grown.level) >= ORDER.index(run.level)

@@ -28,20 +28,20 @@ def test_folder_blobs(settings) -> None:
     with Store.open(settings.with_(blob_threshold=1000)) as store:
         account = store.accounts.ensure("alice")
         document = big_state()
-        created = store.sessions.create(account, document, strict=False)
+        created = store.sessions.of(account).create(document, strict=False)
         blob_root = settings.data_dir / "blobs"
         blob_files = [p for p in blob_root.rglob("*") if p.is_file()]
         assert len(blob_files) == 2
         with store.engine.connect() as connection:
             body = connection.exec_driver_sql("SELECT body FROM entries").scalar_one()
         assert b"xxxxx" not in bytes(body) and b"$agentfolio:blob" in bytes(body)
-        assert store.sessions.get_bytes(account, created.session.id)[1] == orjson.dumps(document)
-        assert [s.id for s in store.sessions.list(account, text="xxxxxxxx")] == [created.session.id]
-        store.sessions.append(account, created.session.id, document["data"]["conversationHistory"][0],
+        assert store.sessions.of(account).get_bytes(created.session.id)[1] == orjson.dumps(document)
+        assert [s.id for s in store.sessions.of(account).list(text="xxxxxxxx")] == [created.session.id]
+        store.sessions.of(account).append(created.session.id, document["data"]["conversationHistory"][0],
                               expected_version=1, strict=False)
-        _, back = store.sessions.get_document(account, created.session.id)
+        _, back = store.sessions.of(account).get_document(created.session.id)
         assert back["data"]["conversationHistory"][1] == document["data"]["conversationHistory"][0]
-        store.sessions.delete(account, created.session.id)
+        store.sessions.of(account).delete(created.session.id)
         # Deleting leaves the blobs to the sweep, which removes them once nothing points at them.
         assert len([p for p in blob_root.rglob("*") if p.is_file()]) == 2
         assert store.sweep_blobs().deleted == 2
@@ -55,8 +55,8 @@ def test_a_forged_blob_reference_is_kept_as_data(settings) -> None:
         digest_like = "0" * 64
         document["data"]["conversationHistory"][0]["messages"][0]["contents"].insert(
             0, {"$agentfolio:blob": digest_like})
-        created = store.sessions.create(account, document, strict=False)
-        assert store.sessions.get_bytes(account, created.session.id)[1] == orjson.dumps(document)
+        created = store.sessions.of(account).create(document, strict=False)
+        assert store.sessions.of(account).get_bytes(created.session.id)[1] == orjson.dumps(document)
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
@@ -67,12 +67,12 @@ def test_s3_blobs(settings, s3_server: str) -> None:
         assert isinstance(store.blobs, S3BlobStore)
         account = store.accounts.ensure("alice")
         document = big_state()
-        created = store.sessions.create(account, document, strict=False)
+        created = store.sessions.of(account).create(document, strict=False)
         client = boto3.client("s3", endpoint_url=s3_server)
         keys = [item["Key"] for item in client.list_objects_v2(Bucket="agentfolio-test").get("Contents", [])]
         assert len(keys) == 2 and all(key.startswith("some/prefix/") for key in keys)
-        assert store.sessions.get_bytes(account, created.session.id)[1] == orjson.dumps(document)
-        store.sessions.reset(account, created.session.id)
+        assert store.sessions.of(account).get_bytes(created.session.id)[1] == orjson.dumps(document)
+        store.sessions.of(account).reset(created.session.id)
         assert client.list_objects_v2(Bucket="agentfolio-test").get("KeyCount") == 2
         assert store.sweep_blobs().deleted == 2
         assert client.list_objects_v2(Bucket="agentfolio-test").get("KeyCount") == 0
@@ -125,22 +125,22 @@ def test_racing_resets_deletes_and_creates_keep_every_acknowledged_blob(settings
         def reset_and_append(number: int) -> None:
             session = f"ra-{number}"
             earlier = _entry(f"{session}-old", shared=False)
-            store.sessions.create(account, {**empty, "data": {"conversationHistory": [earlier]}},
+            store.sessions.of(account).create({**empty, "data": {"conversationHistory": [earlier]}},
                                   session_id=session)
             entry = expected[session] = _entry(session, shared=number % 2 == 0)
             with ThreadPoolExecutor(2) as pair:
-                pair.submit(attempt, f"reset {session}", store.sessions.reset, account, session)
-                pair.submit(attempt, f"append {session}", store.sessions.append, account, session, entry,
+                pair.submit(attempt, f"reset {session}", store.sessions.of(account).reset, session)
+                pair.submit(attempt, f"append {session}", store.sessions.of(account).append, session, entry,
                             expected_version=None)
 
         def delete_and_create(number: int) -> None:
             doomed, fresh = f"dc-old-{number}", f"dc-new-{number}"
-            store.sessions.create(account, {**empty, "data": {"conversationHistory": [
+            store.sessions.of(account).create({**empty, "data": {"conversationHistory": [
                 _entry(doomed, shared=number % 2 == 0)]}}, session_id=doomed)
             entry = expected[fresh] = _entry(fresh, shared=number % 2 == 0)
             with ThreadPoolExecutor(2) as pair:
-                pair.submit(attempt, f"delete {doomed}", store.sessions.delete, account, doomed)
-                pair.submit(attempt, f"create {fresh}", store.sessions.create, account,
+                pair.submit(attempt, f"delete {doomed}", store.sessions.of(account).delete, doomed)
+                pair.submit(attempt, f"create {fresh}", store.sessions.of(account).create,
                             {**empty, "data": {"conversationHistory": [entry]}}, session_id=fresh)
 
         def sweep_meanwhile() -> None:
@@ -163,7 +163,7 @@ def test_racing_resets_deletes_and_creates_keep_every_acknowledged_blob(settings
         unreadable = []
         for session in [f"ra-{n}" for n in range(PAIRS)] + [f"dc-new-{n}" for n in range(PAIRS)]:
             try:
-                _, document = store.sessions.get_document(account, session)
+                _, document = store.sessions.of(account).get_document(session)
             except Exception as error:
                 unreadable.append(f"{session}: {type(error).__name__}")
                 continue
@@ -172,8 +172,8 @@ def test_racing_resets_deletes_and_creates_keep_every_acknowledged_blob(settings
                 if label != f"{session}-old" and entry != expected[session]:
                     unreadable.append(f"{session}: entry {label} changed")
         assert unreadable == [], f"{len(unreadable)} acknowledged sessions unreadable, first: {unreadable[:5]}"
-        assert store.sessions.list(account, limit=1000, offset=0) and not any(
-            info.id.startswith("dc-old-") for info in store.sessions.list(account, limit=1000))
+        assert store.sessions.of(account).list(limit=1000, offset=0) and not any(
+            info.id.startswith("dc-old-") for info in store.sessions.of(account).list(limit=1000))
 
 
 def test_one_process_sweeps_at_a_time_on_postgresql(settings) -> None:
@@ -203,7 +203,7 @@ def test_blobs_stored_under_old_per_session_keys_are_read_and_moved(settings) ->
     with Store.open(settings.with_(blob_threshold=1000)) as store:
         account = store.accounts.ensure("alice")
         document = big_state()
-        created = store.sessions.create(account, document, strict=False)
+        created = store.sessions.of(account).create(document, strict=False)
         with store.engine.connect() as connection:
             session_pk = connection.exec_driver_sql("SELECT pk FROM sessions").scalar_one()
             digests = [row[0] for row in connection.exec_driver_sql("SELECT digest FROM entry_blobs")]
@@ -214,13 +214,13 @@ def test_blobs_stored_under_old_per_session_keys_are_read_and_moved(settings) ->
             store.blobs.put(legacy_key(account.pk, session_pk, digest), data)
         left = b"left by a deleted session"
         store.blobs.put(legacy_key(account.pk, session_pk + 1, hashlib.sha256(left).hexdigest()), left)
-        assert store.sessions.get_bytes(account, created.session.id)[1] == orjson.dumps(document)
+        assert store.sessions.of(account).get_bytes(created.session.id)[1] == orjson.dumps(document)
 
         swept = store.sweep_blobs()
         assert swept.moved == len(digests) + 1
         assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) == sorted(
             content_key(digest) for digest in digests)
-        assert store.sessions.get_bytes(account, created.session.id)[1] == orjson.dumps(document)
+        assert store.sessions.of(account).get_bytes(created.session.id)[1] == orjson.dumps(document)
 
 
 def test_bytes_a_rolled_back_write_left_are_swept_and_referenced_ones_kept(settings) -> None:
@@ -229,10 +229,10 @@ def test_bytes_a_rolled_back_write_left_are_swept_and_referenced_ones_kept(setti
     with Store.open(settings.with_(blob_threshold=1000)) as store:
         account = store.accounts.ensure("alice")
         document = big_state()
-        created = store.sessions.create(account, document, strict=False)
+        created = store.sessions.of(account).create(document, strict=False)
         stray = b"bytes whose transaction rolled back"
         store.blobs.put(content_key(hashlib.sha256(stray).hexdigest()), stray)
         assert store.sweep_blobs().deleted == 1
         root = settings.data_dir / "blobs"
         assert len([p for p in root.rglob("*") if p.is_file()]) == 2
-        assert store.sessions.get_bytes(account, created.session.id)[1] == orjson.dumps(document)
+        assert store.sessions.of(account).get_bytes(created.session.id)[1] == orjson.dumps(document)

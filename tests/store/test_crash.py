@@ -55,14 +55,14 @@ def test_sigkill_mid_import_leaves_only_whole_sessions(settings: Settings, tmp_p
     by_id = {}
     with Store.open(settings) as store:
         account = store.accounts.require("crash")
-        stored = list(store.sessions.iter_all(account))
+        stored = list(store.sessions.of(account).iter_all())
         assert {info.id for info in stored} >= set(reported.values())
         assert len(stored) < len(sources), "the importer was meant to be killed before it finished"
         for path, data in sources.items():
             by_id[Path(path).stem] = data
         for info in stored:
             source = next(data for stem, data in by_id.items() if info.id.startswith(stem + "-"))
-            assert store.sessions.get_bytes(account, info.id)[1] == source  # whole, never half-written
+            assert store.sessions.of(account).get_bytes(info.id)[1] == source  # whole, never half-written
 
     rerun = subprocess.run([sys.executable, "-m", "agentfolio.cli", "import", str(tmp_path / "in"), "--jsonl",
                             "--account", "crash"], env=settings_env(settings), capture_output=True, timeout=300)
@@ -71,4 +71,4 @@ def test_sigkill_mid_import_leaves_only_whole_sessions(settings: Settings, tmp_p
     assert statuses.count("skipped") == len(stored) and statuses.count("stored") == len(sources) - len(stored)
     with Store.open(settings) as store:
         account = store.accounts.require("crash")
-        assert len(list(store.sessions.iter_all(account))) == len(sources)
+        assert len(list(store.sessions.of(account).iter_all())) == len(sources)

@@ -88,7 +88,7 @@ def _populate(store: Store, name: str) -> Holdings:
         bare = f"bare-{name}-agent-id".ljust(32, "0")[:32]
         rows.insert_agent(id=bare, name=f"only-{name}", external_identifier=f"only-{name}", description=None,
                           status="active", inserted_at=0, updated_at=0)
-        rows.keep_conversation(f"otel:talk-{name}", ConversationRecord(name.encode(), 1, 1))
+        rows.keep_conversations({f"otel:talk-{name}": ConversationRecord(name.encode(), 1, 1)})
     with read_transaction(store.engine) as connection:
         def one(query: Any) -> Any:
             return connection.execute(query).one()
@@ -134,8 +134,8 @@ READS: list[tuple[str, Callable[[OtelRows, Holdings], Any]]] = [
     ("span_tree", lambda r, a: r.span_tree(a.instance)),
     ("waiting_for", lambda r, a: r.waiting_for([a.orphan_parent])),
     ("session_spans", lambda r, a: r.session_spans(a.conversation, 100)),
-    ("session_span_count", lambda r, a: r.session_span_count(a.conversation)),
-    ("conversation", lambda r, a: r.conversation(a.conversation)),
+    ("session_span_counts", lambda r, a: r.session_span_counts([a.conversation])),
+    ("conversations", lambda r, a: r.conversations([a.conversation])),
 ]
 
 
@@ -171,7 +171,7 @@ def test_a_unit_changes_nothing_of_another_account(two: tuple[Holdings, Holdings
                                   inserted_at=0)
         rows.move_spans(alice.spans, agent_id=bob.agent, instance_id=bob.instance)
         rows.update_span(alice.spans[0], status="failed")
-        rows.keep_conversation(alice.conversation, ConversationRecord(b"bob", 7, 7))
+        rows.keep_conversations({alice.conversation: ConversationRecord(b"bob", 7, 7)})
         rows.delete_instance_if_empty(alice.instance)
 
     _in_unit(store, bob, vandalise)

@@ -58,10 +58,10 @@ def history(turns: int, seed: int) -> list[dict]:
 
 def test_a_stored_session_carries_what_the_list_shows(store: Store) -> None:
     account = store.accounts.ensure("alice")
-    created = store.sessions.create(account, state(
+    created = store.sessions.of(account).create(state(
         request(0, stamp(0), "  \n Plan a weekend in Paris\nwith museums"), response(0, stamp(2.5), failed=True),
         request(1, stamp(10)), response(1, stamp(11), tokens=None, error=True)), session_id="s", agent="Atlas")
-    facts = store.sessions.info(account, "s").facts
+    facts = store.sessions.of(account).info("s").facts
     assert facts is not None
     assert facts.first_user_text == "Plan a weekend in Paris"
     assert (facts.input_tokens, facts.output_tokens, facts.total_tokens, facts.usage_responses) == (10, 5, 15, 1)
@@ -78,15 +78,15 @@ def test_a_stored_session_carries_what_the_list_shows(store: Store) -> None:
 def test_appending_an_entry_at_a_time_counts_what_storing_it_whole_does(store: Store) -> None:
     account = store.accounts.ensure("alice")
     turns = history(12, seed=7)
-    store.sessions.create(account, state(*turns), session_id="whole")
-    store.sessions.create(account, state(), session_id="appended")
+    store.sessions.of(account).create(state(*turns), session_id="whole")
+    store.sessions.of(account).create(state(), session_id="appended")
     for index, entry in enumerate(turns):
         if index % 3 == 2:
             continue
         batch = [entry, turns[index + 1]] if index % 3 == 1 else [entry]
-        store.sessions.append_many(account, "appended", batch, expected_version=None)
-    whole = store.sessions.info(account, "whole").facts
-    appended = store.sessions.info(account, "appended").facts
+        store.sessions.of(account).append_many("appended", batch, expected_version=None)
+    whole = store.sessions.of(account).info("whole").facts
+    appended = store.sessions.of(account).info("appended").facts
     assert whole is not None and whole.tool_calls == 12
     assert appended == whole
     with store.engine.connect() as connection:
@@ -100,26 +100,26 @@ def test_appending_an_entry_at_a_time_counts_what_storing_it_whole_does(store: S
 
 def test_reset_starts_the_counts_again(store: Store) -> None:
     account = store.accounts.ensure("alice")
-    store.sessions.create(account, state(*history(3, seed=1)), session_id="s")
-    store.sessions.reset(account, "s")
-    facts = store.sessions.info(account, "s").facts
+    store.sessions.of(account).create(state(*history(3, seed=1)), session_id="s")
+    store.sessions.of(account).reset("s")
+    facts = store.sessions.of(account).info("s").facts
     assert facts is not None and (facts.first_user_text, facts.tool_calls, facts.total_tokens) == (None, 0, 0)
-    store.sessions.append(account, "s", request(9, stamp(0), "again"), expected_version=None)
-    store.sessions.append(account, "s", response(9, stamp(4)), expected_version=None)
-    facts = store.sessions.info(account, "s").facts
+    store.sessions.of(account).append("s", request(9, stamp(0), "again"), expected_version=None)
+    store.sessions.of(account).append("s", response(9, stamp(4)), expected_version=None)
+    facts = store.sessions.of(account).info("s").facts
     assert facts is not None and (facts.first_user_text, facts.total_tokens) == ("again", 15)
 
 
 def test_a_session_written_before_facts_were_kept_is_counted_when_listed(store: Store) -> None:
     account = store.accounts.ensure("alice")
-    store.sessions.create(account, state(*history(4, seed=2)), session_id="old")
-    expected = store.sessions.info(account, "old").facts
+    store.sessions.of(account).create(state(*history(4, seed=2)), session_id="old")
+    expected = store.sessions.of(account).info("old").facts
     with store.engine.begin() as connection:  # as the migration leaves such a row
         connection.execute(sa.update(sessions_table).values(facts_version=None, tool_calls=0, total_tokens=0,
                                                             first_user_text=None))
         connection.execute(sa.update(entries_table).values(latency=None, tool_calls=None))
-    assert store.sessions.info(account, "old").facts is None
-    listed = store.sessions.list(account)
+    assert store.sessions.of(account).info("old").facts is None
+    listed = store.sessions.of(account).list()
     assert listed[0].facts == expected
     with store.engine.connect() as connection:
         assert connection.execute(sa.select(sa.func.count()).where(entries_table.c.tool_calls == 1)).scalar() == 4
@@ -128,16 +128,16 @@ def test_a_session_written_before_facts_were_kept_is_counted_when_listed(store: 
 def test_the_list_sorts_counts_and_filters_by_part_of_an_agent_name(store: Store) -> None:
     account = store.accounts.ensure("alice")
     other = store.accounts.ensure("bob")
-    store.sessions.create(account, state(request(0, stamp(0)), response(0, stamp(50), tokens=(1, 1, 900))),
+    store.sessions.of(account).create(state(request(0, stamp(0)), response(0, stamp(50), tokens=(1, 1, 900))),
                           session_id="long-wait", agent="Travel Atlas")
-    store.sessions.create(account, state(request(0, stamp(0)), response(0, stamp(1), tokens=(1, 1, 2), failed=True,
+    store.sessions.of(account).create(state(request(0, stamp(0)), response(0, stamp(1), tokens=(1, 1, 2), failed=True,
                                                                          error=True)),
                           session_id="failing", agent="atlas-mini")
-    store.sessions.create(account, state(request(0, stamp(0))), session_id="quiet", agent="Breeze")
-    store.sessions.create(other, state(request(0, stamp(0))), session_id="elsewhere", agent="Atlas")
+    store.sessions.of(account).create(state(request(0, stamp(0))), session_id="quiet", agent="Breeze")
+    store.sessions.of(other).create(state(request(0, stamp(0))), session_id="elsewhere", agent="Atlas")
 
     def ids(**options: object) -> list[str]:
-        return [info.id for info in store.sessions.list(account, **options)]  # type: ignore[arg-type]
+        return [info.id for info in store.sessions.of(account).list(**options)]  # type: ignore[arg-type]
 
     assert ids(sort="tokens") == ["long-wait", "failing", "quiet"]
     assert ids(sort="tokens", descending=False) == ["quiet", "failing", "long-wait"]
@@ -147,18 +147,18 @@ def test_the_list_sorts_counts_and_filters_by_part_of_an_agent_name(store: Store
     assert ids(sort="duration", descending=False) == ["quiet", "failing", "long-wait"]
     assert sorted(ids(agent_contains="ATLAS")) == ["failing", "long-wait"]
     assert ids(agent_contains="%") == [] and ids(agent_contains="_") == []
-    assert store.sessions.count(account) == 3
-    assert store.sessions.count(account, agent_contains="atlas") == 2
-    assert store.sessions.count(other, agent_contains="atlas") == 1
+    assert store.sessions.of(account).count() == 3
+    assert store.sessions.of(account).count(agent_contains="atlas") == 2
+    assert store.sessions.of(other).count(agent_contains="atlas") == 1
     assert ids(sort="no-such-column", limit=1) == ids(limit=1)
 
 
 def test_a_search_says_where_it_matched(store: Store) -> None:
     account = store.accounts.ensure("alice")
     text = "We looked at many options. " * 5 + "The Louvre opens at NINE on Saturdays. " + "More text follows. " * 6
-    store.sessions.create(account, state(request(0, stamp(0), "hello"), request(1, stamp(1), text)), session_id="s")
-    store.sessions.create(account, state(request(0, stamp(0), "nothing here")), session_id="t")
-    found = store.sessions.match_snippets(account, ["s", "t", "missing"], "louvre opens")
+    store.sessions.of(account).create(state(request(0, stamp(0), "hello"), request(1, stamp(1), text)), session_id="s")
+    store.sessions.of(account).create(state(request(0, stamp(0), "nothing here")), session_id="t")
+    found = store.sessions.of(account).match_snippets(["s", "t", "missing"], "louvre opens")
     assert list(found) == ["s"]
     snippet = found["s"]
     assert "The Louvre opens at NINE" in snippet  # as written, not lower-cased
@@ -168,9 +168,9 @@ def test_a_search_says_where_it_matched(store: Store) -> None:
 def test_token_counts_beyond_64_bits_are_capped_not_refused(store: Store) -> None:
     account = store.accounts.ensure("alice")
     huge = (2**70, 2**64, 2**70 + 2**64)
-    store.sessions.create(account, state(request(0, stamp(0)), response(0, stamp(1), tokens=huge)), session_id="s")
-    store.sessions.append(account, "s", response(1, stamp(2), tokens=huge), expected_version=None)
-    facts = store.sessions.info(account, "s").facts
+    store.sessions.of(account).create(state(request(0, stamp(0)), response(0, stamp(1), tokens=huge)), session_id="s")
+    store.sessions.of(account).append("s", response(1, stamp(2), tokens=huge), expected_version=None)
+    facts = store.sessions.of(account).info("s").facts
     assert facts is not None and 0 < facts.total_tokens < 2**63
 
 
@@ -178,10 +178,10 @@ def test_token_counts_beyond_64_bits_are_capped_not_refused(store: Store) -> Non
 def test_paging_a_sorted_list_shows_each_session_once(store: Store, sort: str) -> None:
     account = store.accounts.ensure("alice")
     for number in range(23):
-        store.sessions.create(account, state(request(0, stamp(0)), response(0, stamp(number % 4),
+        store.sessions.of(account).create(state(request(0, stamp(0)), response(0, stamp(number % 4),
                                                                              tokens=(1, 1, number % 5))),
                               session_id=f"s{number:02d}", agent=f"agent {number % 3}")
-    seen = [info.id for offset in range(0, 30, 7) for info in store.sessions.list(account, sort=sort, limit=7,
+    seen = [info.id for offset in range(0, 30, 7) for info in store.sessions.of(account).list(sort=sort, limit=7,
                                                                                    offset=offset)]
     assert sorted(seen) == [f"s{number:02d}" for number in range(23)]
 

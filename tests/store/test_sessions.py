@@ -36,8 +36,8 @@ def state(*entries: dict, version: str = "1.1.0") -> dict:
 def test_round_trip_is_exact(store: Store, path: Path) -> None:
     document = orjson.loads(path.read_bytes())
     account = store.accounts.ensure("alice")
-    created = store.sessions.create(account, document, strict=False)
-    _, data = store.sessions.get_bytes(account, created.session.id)
+    created = store.sessions.of(account).create(document, strict=False)
+    _, data = store.sessions.of(account).get_bytes(created.session.id)
     assert data == orjson.dumps(document)
     assert created.session.entry_count == len(document["data"].get("conversationHistory") or [])
 
@@ -55,12 +55,12 @@ def test_unknown_properties_and_contents_are_kept(store: Store) -> None:
         "rootLast": "yes",
     }
     account = store.accounts.ensure("alice")
-    created = store.sessions.create(account, document, strict=False)
-    _, data = store.sessions.get_bytes(account, created.session.id)
+    created = store.sessions.of(account).create(document, strict=False)
+    _, data = store.sessions.of(account).get_bytes(created.session.id)
     assert data == orjson.dumps(document)
-    appended = store.sessions.append(account, created.session.id, {"$type": "anotherFutureKind", "n": 1},
+    appended = store.sessions.of(account).append(created.session.id, {"$type": "anotherFutureKind", "n": 1},
                                      expected_version=1, strict=False)
-    _, document_back = store.sessions.get_document(account, created.session.id)
+    _, document_back = store.sessions.of(account).get_document(created.session.id)
     assert document_back["data"]["conversationHistory"][-1] == {"$type": "anotherFutureKind", "n": 1}
     assert list(document_back) == ["zRootFirst", "schemaVersion", "data", "rootLast"]
     assert list(document_back["data"]) == ["before", "conversationHistory", "after"]
@@ -73,11 +73,11 @@ def test_documents_without_a_history_array_take_appends(store: Store, data: dict
     if data is not None:
         document["data"] = data
     account = store.accounts.ensure("alice")
-    created = store.sessions.create(account, document, strict=False)
-    _, data_back = store.sessions.get_bytes(account, created.session.id)
+    created = store.sessions.of(account).create(document, strict=False)
+    _, data_back = store.sessions.of(account).get_bytes(created.session.id)
     assert data_back == orjson.dumps(document)
-    store.sessions.append(account, created.session.id, request_entry("first"), expected_version=1)
-    _, back = store.sessions.get_document(account, created.session.id)
+    store.sessions.of(account).append(created.session.id, request_entry("first"), expected_version=1)
+    _, back = store.sessions.of(account).get_document(created.session.id)
     assert back["data"]["conversationHistory"] == [request_entry("first")]
     if data and "session" in data:
         assert back["data"]["session"] == {"id": 1}
@@ -85,50 +85,50 @@ def test_documents_without_a_history_array_take_appends(store: Store, data: dict
 
 def test_append_versions_and_conflicts(store: Store) -> None:
     account = store.accounts.ensure("alice")
-    created = store.sessions.create(account, state(request_entry("one")), session_id="s1", agent="bot")
+    created = store.sessions.of(account).create(state(request_entry("one")), session_id="s1", agent="bot")
     assert created.session.version == 1
-    first = store.sessions.append(account, "s1", response_entry("two"), expected_version=1)
+    first = store.sessions.of(account).append("s1", response_entry("two"), expected_version=1)
     assert (first.position, first.session.version, first.session.entry_count) == (1, 2, 2)
     with pytest.raises(VersionConflict) as conflict:
-        store.sessions.append(account, "s1", request_entry("lost?"), expected_version=1)
+        store.sessions.of(account).append("s1", request_entry("lost?"), expected_version=1)
     assert conflict.value.current == 2 and "version 2, not 1" in conflict.value.message
-    unconditional = store.sessions.append(account, "s1", request_entry("three"), expected_version=None)
+    unconditional = store.sessions.of(account).append("s1", request_entry("three"), expected_version=None)
     assert unconditional.session.version == 3
-    _, document = store.sessions.get_document(account, "s1")
+    _, document = store.sessions.of(account).get_document("s1")
     texts = [e["messages"][0]["contents"][0]["text"] for e in document["data"]["conversationHistory"]]
     assert texts == ["one", "two", "three"]
 
 
 def test_a_turn_appended_together_is_one_write(store: Store) -> None:
     account = store.accounts.ensure("alice")
-    store.sessions.create(account, state(request_entry("one")), session_id="s1")
+    store.sessions.of(account).create(state(request_entry("one")), session_id="s1")
     turn = [request_entry("two", "2025-11-04T19:34:00Z"), response_entry("three", "2025-11-04T19:35:00Z")]
-    appended = store.sessions.append_many(account, "s1", turn, expected_version=1)
+    appended = store.sessions.of(account).append_many("s1", turn, expected_version=1)
     assert (appended.position, appended.session.version, appended.session.entry_count) == (1, 2, 3)
     latest = datetime(2025, 11, 4, 19, 35, tzinfo=UTC).timestamp()
     assert appended.session.last_activity_at == pytest.approx(latest)
     with pytest.raises(VersionConflict):
-        store.sessions.append_many(account, "s1", turn, expected_version=1)
+        store.sessions.of(account).append_many("s1", turn, expected_version=1)
     # One bad entry refuses the whole turn: nothing of it is stored, the version stays.
     with pytest.raises(InvalidInput) as refused:
-        store.sessions.append_many(account, "s1", [request_entry("four"), {"$type": "request", "messages": "no"}],
+        store.sessions.of(account).append_many("s1", [request_entry("four"), {"$type": "request", "messages": "no"}],
                                    expected_version=2)
     assert refused.value.pointer is not None and refused.value.pointer.startswith("/1")
     with pytest.raises(InvalidInput):
-        store.sessions.append_many(account, "s1", [], expected_version=2)
-    info, document = store.sessions.get_document(account, "s1")
+        store.sessions.of(account).append_many("s1", [], expected_version=2)
+    info, document = store.sessions.of(account).get_document("s1")
     texts = [e["messages"][0]["contents"][0]["text"] for e in document["data"]["conversationHistory"]]
     assert texts == ["one", "two", "three"] and info.version == 2
 
 
 def test_append_checks_the_entry_against_the_session_schema(store: Store) -> None:
     account = store.accounts.ensure("alice")
-    store.sessions.create(account, state(version="1.0.0"), session_id="s")
+    store.sessions.of(account).create(state(version="1.0.0"), session_id="s")
     with pytest.raises(InvalidInput):
-        store.sessions.append(account, "s", {"$type": "request", "messages": "nope"}, expected_version=1)
+        store.sessions.of(account).append("s", {"$type": "request", "messages": "nope"}, expected_version=1)
     with pytest.raises(InvalidInput):
-        store.sessions.append(account, "s", ["not", "an", "object"], expected_version=1)  # type: ignore[arg-type]
-    tolerated = store.sessions.append(account, "s", {"$type": "request", "messages": [{"role": "robot"}]},
+        store.sessions.of(account).append("s", ["not", "an", "object"], expected_version=1)  # type: ignore[arg-type]
+    tolerated = store.sessions.of(account).append("s", {"$type": "request", "messages": [{"role": "robot"}]},
                                       expected_version=1, strict=False)
     assert tolerated.problems and tolerated.session.version == 2
 
@@ -137,60 +137,60 @@ def test_create_refuses_what_it_cannot_keep(store: Store) -> None:
     account = store.accounts.ensure("alice")
     for bad in ({"schemaVersion": "9.0.0", "data": {}}, {"data": {}}, [1, 2]):
         with pytest.raises(InvalidInput):
-            store.sessions.create(account, bad)
+            store.sessions.of(account).create(bad)
     with pytest.raises(InvalidInput):
-        store.sessions.create(account, state(), session_id="../etc")
-    store.sessions.create(account, state(), session_id="same")
+        store.sessions.of(account).create(state(), session_id="../etc")
+    store.sessions.of(account).create(state(), session_id="same")
     with pytest.raises(AlreadyExists):
-        store.sessions.create(account, state(), session_id="same")
+        store.sessions.of(account).create(state(), session_id="same")
 
 
 def test_accounts_are_isolated(store: Store) -> None:
     alice, bob = store.accounts.ensure("alice"), store.accounts.ensure("bob")
-    store.sessions.create(alice, state(request_entry("secret")), session_id="shared-id")
-    store.sessions.create(bob, state(request_entry("bob's")), session_id="shared-id")
-    assert store.sessions.get_document(bob, "shared-id")[1]["data"]["conversationHistory"][0] == request_entry("bob's")
-    assert [s.id for s in store.sessions.list(bob, text="secret")] == []
-    store.sessions.delete(bob, "shared-id")
-    assert store.sessions.get_document(alice, "shared-id")[0].entry_count == 1
+    store.sessions.of(alice).create(state(request_entry("secret")), session_id="shared-id")
+    store.sessions.of(bob).create(state(request_entry("bob's")), session_id="shared-id")
+    assert store.sessions.of(bob).get_document("shared-id")[1]["data"]["conversationHistory"][0] == request_entry("bob's")
+    assert [s.id for s in store.sessions.of(bob).list(text="secret")] == []
+    store.sessions.of(bob).delete("shared-id")
+    assert store.sessions.of(alice).get_document("shared-id")[0].entry_count == 1
     with pytest.raises(NotFound):
-        store.sessions.append(bob, "shared-id", request_entry("x"), expected_version=None)
+        store.sessions.of(bob).append("shared-id", request_entry("x"), expected_version=None)
 
 
 def test_reset_and_delete(store: Store) -> None:
     account = store.accounts.ensure("alice")
-    store.sessions.create(account, {**state(request_entry("a"), version="1.2.0"), "extra": 1}, session_id="s")
+    store.sessions.of(account).create({**state(request_entry("a"), version="1.2.0"), "extra": 1}, session_id="s")
     with pytest.raises(VersionConflict):
-        store.sessions.reset(account, "s", expected_version=7)
-    info = store.sessions.reset(account, "s", expected_version=1)
+        store.sessions.of(account).reset("s", expected_version=7)
+    info = store.sessions.of(account).reset("s", expected_version=1)
     assert (info.version, info.entry_count) == (2, 0)
-    assert store.sessions.get_document(account, "s")[1] == {"schemaVersion": "1.2.0",
+    assert store.sessions.of(account).get_document("s")[1] == {"schemaVersion": "1.2.0",
                                                             "data": {"conversationHistory": []}}
-    store.sessions.append(account, "s", request_entry("again"), expected_version=2)
-    store.sessions.delete(account, "s")
+    store.sessions.of(account).append("s", request_entry("again"), expected_version=2)
+    store.sessions.of(account).delete("s")
     with pytest.raises(NotFound):
-        store.sessions.get_bytes(account, "s")
+        store.sessions.of(account).get_bytes("s")
     with pytest.raises(NotFound):
-        store.sessions.delete(account, "s")
+        store.sessions.of(account).delete("s")
 
 
 def test_list_and_search(store: Store) -> None:
     account = store.accounts.ensure("alice")
-    store.sessions.create(account, state(request_entry("Find the GOLDBREW coffee", "2025-01-01T10:00:00Z")),
+    store.sessions.of(account).create(state(request_entry("Find the GOLDBREW coffee", "2025-01-01T10:00:00Z")),
                           session_id="a", agent="barista")
-    store.sessions.create(account, state(request_entry("tea 100%_done", "2025-06-01T10:00:00+00:00")),
+    store.sessions.of(account).create(state(request_entry("tea 100%_done", "2025-06-01T10:00:00+00:00")),
                           session_id="b", agent="waiter")
-    store.sessions.create(account, state(), session_id="c", agent="barista")
-    assert {s.id for s in store.sessions.list(account, agent="barista")} == {"a", "c"}
-    assert [s.id for s in store.sessions.list(account, text="goldbrew")] == ["a"]
-    assert [s.id for s in store.sessions.list(account, text="100%_")] == ["b"]
-    assert [s.id for s in store.sessions.list(account, text="0%x")] == []
+    store.sessions.of(account).create(state(), session_id="c", agent="barista")
+    assert {s.id for s in store.sessions.of(account).list(agent="barista")} == {"a", "c"}
+    assert [s.id for s in store.sessions.of(account).list(text="goldbrew")] == ["a"]
+    assert [s.id for s in store.sessions.of(account).list(text="100%_")] == ["b"]
+    assert [s.id for s in store.sessions.of(account).list(text="0%x")] == []
     june = time.mktime((2025, 5, 1, 0, 0, 0, 0, 0, 0))
-    assert "b" in {s.id for s in store.sessions.list(account, since=june)}
-    assert "a" not in {s.id for s in store.sessions.list(account, since=june)}
-    assert {s.id for s in store.sessions.list(account, until=june)} == {"a"}
-    first_page = store.sessions.list(account, limit=2)
-    second_page = store.sessions.list(account, limit=2, offset=2)
+    assert "b" in {s.id for s in store.sessions.of(account).list(since=june)}
+    assert "a" not in {s.id for s in store.sessions.of(account).list(since=june)}
+    assert {s.id for s in store.sessions.of(account).list(until=june)} == {"a"}
+    first_page = store.sessions.of(account).list(limit=2)
+    second_page = store.sessions.of(account).list(limit=2, offset=2)
     assert len(first_page) == 2 and len(second_page) == 1
     assert {s.id for s in first_page + second_page} == {"a", "b", "c"}
 
@@ -200,29 +200,29 @@ def test_nul_characters_are_kept_exactly_and_searchable_on_every_backend(store: 
     # derived search text and the queries hold U+FFFD instead, on both backends alike.
     account = store.accounts.ensure("nul")
     document = state(request_entry("before\x00after"))
-    store.sessions.create(account, document, session_id="n", agent="bot")
-    assert store.sessions.get_bytes(account, "n")[1] == orjson.dumps(document)
-    assert [s.id for s in store.sessions.list(account, text="before\x00after")] == ["n"]
-    assert store.sessions.list(account, agent="bot\x00") == []
+    store.sessions.of(account).create(document, session_id="n", agent="bot")
+    assert store.sessions.of(account).get_bytes("n")[1] == orjson.dumps(document)
+    assert [s.id for s in store.sessions.of(account).list(text="before\x00after")] == ["n"]
+    assert store.sessions.of(account).list(agent="bot\x00") == []
     with pytest.raises(InvalidInput, match="NUL"):
-        store.sessions.create(account, state(), session_id="m", agent="b\x00t")
+        store.sessions.of(account).create(state(), session_id="m", agent="b\x00t")
 
 
 def test_idle_sessions_expire(settings, tmp_path: Path) -> None:
     with Store.open(settings.with_(session_ttl=3600)) as store:
         account = store.accounts.ensure("alice")
-        store.sessions.create(account, state(request_entry("old")), session_id="old")
-        store.sessions.create(account, state(request_entry("new")), session_id="new")
+        store.sessions.of(account).create(state(request_entry("old")), session_id="old")
+        store.sessions.of(account).create(state(request_entry("new")), session_id="new")
         with store.engine.begin() as connection:
             connection.execute(sa.update(sessions_table).where(sessions_table.c.id == "old")
                                .values(updated_at=time.time() - 7200))
         # Invisible at once, before any purge...
         with pytest.raises(NotFound):
-            store.sessions.get_bytes(account, "old")
-        assert [s.id for s in store.sessions.list(account)] == ["new"]
+            store.sessions.of(account).get_bytes("old")
+        assert [s.id for s in store.sessions.of(account).list()] == ["new"]
         # ...its id free for a new session, and removed by expire().
         assert store.sessions.expire(now=time.time() + 7200) == 2
-        store.sessions.create(account, state(), session_id="old")
+        store.sessions.of(account).create(state(), session_id="old")
         assert store.sessions.expire() == 0
 
 
@@ -239,9 +239,9 @@ def test_append_cost_does_not_grow_with_the_history(store: Store) -> None:
     shapes = []
     for size in (10, 2000):
         entries = [request_entry(f"m{i}") for i in range(size)]
-        store.sessions.create(account, state(*entries), session_id=f"s{size}")
+        store.sessions.of(account).create(state(*entries), session_id=f"s{size}")
         statements.clear()
-        store.sessions.append(account, f"s{size}", response_entry("next"), expected_version=1)
+        store.sessions.of(account).append(f"s{size}", response_entry("next"), expected_version=1)
         shapes.append(list(statements))
     assert shapes[0] == shapes[1]
     touching_entries = [s for s in shapes[1] if "entries" in s.lower()]
@@ -277,15 +277,15 @@ def test_integers_beyond_64_bits_are_stored_exactly(store: Store) -> None:
     account = store.accounts.ensure("alice")
     entry = {**response_entry("n"), "messages": [{"role": "assistant", "contents": [
         {"$type": "functionCall", "callId": "a", "name": "f", "arguments": {"n": 18446744073709551617}}]}]}
-    created = store.sessions.create(account, state(request_entry("hi"), entry))
-    _, data = store.sessions.get_bytes(account, created.session.id)
+    created = store.sessions.of(account).create(state(request_entry("hi"), entry))
+    _, data = store.sessions.of(account).get_bytes(created.session.id)
     assert b"18446744073709551617" in data
-    _, document = store.sessions.get_document(account, created.session.id)
+    _, document = store.sessions.of(account).get_document(created.session.id)
     assert document["data"]["conversationHistory"][1]["messages"][0]["contents"][0]["arguments"] == {
         "n": 18446744073709551617}
-    appended = store.sessions.append(account, created.session.id, {**entry, "messages": [
+    appended = store.sessions.of(account).append(created.session.id, {**entry, "messages": [
         {"role": "assistant", "contents": [{"$type": "text", "text": "x"}], "extensionData": {"big": -2**70}}]},
         expected_version=1)
     assert appended is not None
-    _, data = store.sessions.get_bytes(account, created.session.id)
+    _, data = store.sessions.of(account).get_bytes(created.session.id)
     assert _json.loads(data)["data"]["conversationHistory"][2]["messages"][0]["extensionData"] == {"big": -2**70}

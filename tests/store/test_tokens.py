@@ -16,26 +16,26 @@ def test_an_account_lists_and_revokes_its_own_tokens_of_both_kinds(store: Store)
     agent = service.create_agent(Principal(alice), AgentCreate(name="a")).id
     made = service.create_deployment_token(Principal(alice), agent, label="ci")
     deployment = made.token
-    listed = store.tokens.list(alice)
+    listed = store.tokens.of(alice).list()
     assert [(t.kind, t.label, t.prefix, t.revoked_at) for t in listed] == [
         ("account", "laptop", token[:12], None), ("deployment", "ci", deployment[:12], None)]
     assert listed[1].agent_id == agent and listed[1].environment_id == made.environment_id
-    assert [t.kind for t in store.tokens.list(bob)] == ["account"]
+    assert [t.kind for t in store.tokens.of(bob).list()] == ["account"]
 
     # Bob cannot revoke (or learn about) Alice's tokens: the same answer as for an id never issued.
     for token_id in (listed[0].id, listed[1].id, "afk-999999", "nonsense"):
         with pytest.raises(NotFound):
-            store.tokens.revoke(bob, token_id)
+            store.tokens.of(bob).revoke(token_id)
     assert store.accounts.authenticate(token) == alice
     assert store.registry.authenticate_deployment(deployment) is not None
 
-    assert store.tokens.revoke(alice, listed[1].id).revoked_at is not None
+    assert store.tokens.of(alice).revoke(listed[1].id).revoked_at is not None
     assert store.registry.authenticate_deployment(deployment) is None
-    assert store.tokens.revoke(alice, listed[0].id).revoked_at is not None
+    assert store.tokens.of(alice).revoke(listed[0].id).revoked_at is not None
     assert store.accounts.authenticate(token) is None
     assert store.accounts.authenticate(other) == bob
-    again = store.tokens.revoke(alice, listed[0].id)  # revoking twice changes nothing
-    assert again.revoked_at == store.tokens.list(alice)[0].revoked_at
+    again = store.tokens.of(alice).revoke(listed[0].id)  # revoking twice changes nothing
+    assert again.revoked_at == store.tokens.of(alice).list()[0].revoked_at
 
 
 def test_viewer_sign_ins_end_on_sign_out_expiry_and_revocation(store: Store) -> None:
@@ -52,6 +52,6 @@ def test_viewer_sign_ins_end_on_sign_out_expiry_and_revocation(store: Store) -> 
     store.tokens.end_viewer_session(first)
     assert store.tokens.viewer_account(first) is None
     assert store.tokens.viewer_account(second) == alice
-    store.tokens.revoke(alice, store.tokens.list(alice)[0].id)
+    store.tokens.of(alice).revoke(store.tokens.of(alice).list()[0].id)
     assert store.tokens.viewer_account(second) is None
     assert store.tokens.open_viewer_session(token, lifetime=60) is None

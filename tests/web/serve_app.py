@@ -13,18 +13,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import orjson
 import uvicorn
 
 from agentfolio.app import Agentfolio
-from agentfolio.app.demo import load_registry_demo
+from agentfolio.app.demo import load_registry_demo, load_trace_demo
+from agentfolio.app.otlp import OtlpIngest
 from agentfolio.samples import showcase as samples
 from agentfolio.server import create_server
 from agentfolio.settings import Settings
-from tests.web.xss import xss_session
+from tests.web.xss import xss_otlp_request, xss_session
 
 
 def build(data_dir: Path, long_messages: int = 0, many: int = 0,
-          sized: tuple[int, ...] = ()) -> tuple[object, Agentfolio]:
+          sized: tuple[int, ...] = (), trace_spans: tuple[int, ...] = ()) -> tuple[object, Agentfolio]:
     settings = Settings.from_env({}).with_(data_dir=data_dir, session_ttl=0)
     folio = Agentfolio.open(settings)
     account = folio.accounts.ensure("demo")
@@ -45,6 +47,11 @@ def build(data_dir: Path, long_messages: int = 0, many: int = 0,
                         strict=False)
     instances = load_registry_demo(folio, account)
     (data_dir / "instances.txt").write_text("\n".join(instances))
+    if trace_spans:
+        traces = [load_trace_demo(folio, account, spans=size, otel=index == 0)
+                  for index, size in enumerate(trace_spans)]
+        OtlpIngest(folio.store).export(account, orjson.dumps(xss_otlp_request()), encoding="json")
+        (data_dir / "traces.txt").write_text("\n".join(traces))
     # As `agentfolio serve --demo` builds it: the API, and the viewer at / as the demo account.
     app = create_server(settings, folio=folio, viewer_account=account)
     return app, folio
@@ -58,8 +65,11 @@ def main() -> None:
     parser.add_argument("--many", type=int, default=0, help="Also store this many small sessions (paging).")
     parser.add_argument("--sized", type=int, action="append", default=[],
                         help="Also store a session of this many messages as sized-<N> (repeatable).")
+    parser.add_argument("--trace-spans", type=int, action="append", default=[],
+                        help="Also store an agent run of this many spans (repeatable; the first with an "
+                             "OpenTelemetry GenAI trace, and a trace carrying script payloads).")
     args = parser.parse_args()
-    app, _ = build(args.data_dir, args.long, args.many, tuple(args.sized))
+    app, _ = build(args.data_dir, args.long, args.many, tuple(args.sized), tuple(args.trace_spans))
     print("ready", flush=True)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 

@@ -114,7 +114,7 @@ def test_opened_files_render_with_problems_by_pointer(page: Any, name: str, file
     if name == "opened-unreadable":
         assert page.locator(".problems code.pointer").all_inner_texts() == ["/schemaVersion"]
     if kind == "trace":
-        assert page.locator(".span-row[role=treeitem]").count() == 5
+        assert page.locator(".span-row[data-id]").count() == 5
     if kind == "agents":
         assert page.locator("article.span-type").count() == 4
     page.console.screenshot(name)
@@ -361,23 +361,26 @@ def test_export_is_one_self_contained_file(page: Any, server: str) -> None:
 
 def test_trace_tree_timeline_titles_and_flags(page: Any) -> None:
     open_file(page, "trace.json", samples.span_export(), via="/traces")
-    rows = page.locator(".span-row[role=treeitem]")
+    page.wait_for_selector("html[data-trace-ready]", state="attached")
+    rows = page.locator(".span-row[data-id]")
     assert rows.count() == 5
     assert [rows.nth(i).get_attribute("aria-level") for i in range(5)] == ["1", "2", "2", "1", "1"]
-    titles = page.locator(".span-row[role=treeitem] .span-title").all_inner_texts()
+    titles = page.locator(".span-row[data-id] .span-name").all_inner_texts()
     assert titles[0].startswith("gpt-x: Plan a weekend") and titles[0].endswith("...")  # the template truncates
     assert titles[1] == "get_weather(Paris)"
     flagged = page.locator(".span-row.flagged")
     assert flagged.count() == 2  # s4's params break its schema; s5's parent is unknown
-    flagged.nth(0).locator("details.span-detail > summary").click()
-    assert "model" in flagged.nth(0).locator(".span-flags").inner_text()
-    flagged.nth(1).locator("details.span-detail > summary").click()
-    assert "parent_span_id names no span" in flagged.nth(1).locator(".span-flags").inner_text()
-    failed = page.locator(".span-row.status-failed")
-    assert failed.locator(".status").inner_text() == "failed"
+    flagged.nth(0).click()
+    page.wait_for_selector(".trace-detail .span-detail-pane[data-span=s4]")
+    assert "model" in page.locator(".trace-detail .span-flags").inner_text()
+    flagged.nth(1).click()
+    page.wait_for_selector(".trace-detail .span-detail-pane[data-span=s5]")
+    assert "parent_span_id names no span" in page.locator(".trace-detail .span-flags").inner_text()
+    failed = page.locator(".span-row[data-id]", has=page.locator(".badge.status-failed"))
+    assert failed.locator(".cell-status").inner_text() == "failed"
     assert failed.locator("svg rect.bar-failed").count() == 1
-    assert page.locator(".trace-view .badge.risk-low, .trace-view .badge.risk-medium, .trace-view .badge.risk-high, "
-                        ".trace-view .badge.risk-critical").count() == 1
+    assert page.locator(".trace-head .badge.risk-low, .trace-head .badge.risk-medium, .trace-head .badge.risk-high, "
+                        ".trace-head .badge.risk-critical").count() == 1
     page.console.screenshot("trace")
     page.console.assert_clean()
 
@@ -412,22 +415,23 @@ def test_agents_risk_badges_rollup_and_compatibility(page: Any) -> None:
 
 def test_stored_traces_and_agents(page: Any) -> None:
     visit(page, "/traces")
-    rows = page.locator(".instance-table tbody tr")
+    rows = page.locator(".trace-table tbody tr")
     assert rows.count() == 2
     page.console.screenshot("traces-stored")
     # The list page is "ready" too: wait for the trace page itself, not the attribute.
     with page.expect_navigation(url=re.compile(r"/traces/[0-9a-z]+$")):
-        rows.filter(has=page.locator("td.num", has_text=re.compile(r"^5\b"))).locator("a").first.click()
-    page.wait_for_selector("html[data-viewer-ready]", state="attached")
-    spans = page.locator(".span-row[role=treeitem]")
+        rows.filter(has=page.locator("td.num", has_text=re.compile(r"^5$"))).locator("td.trace-id a").first.click()
+    page.wait_for_selector("html[data-trace-ready]", state="attached")
+    spans = page.locator(".span-row[data-id]")
     assert spans.count() == 5
-    assert "get_weather(Paris)" in page.locator(".span-title").all_inner_texts()
+    assert "get_weather(Paris)" in page.locator(".span-name").all_inner_texts()
     assert page.locator(".span-row.flagged").count() == 2
     flagged = page.locator(".span-row.flagged").last
-    flagged.locator("details.span-detail > summary").click()
-    assert "parent_span_id names no span of this instance" in flagged.locator(".span-flags").inner_text()
+    flagged.click()
+    page.wait_for_selector(".trace-detail .span-flags")
+    assert "parent_span_id names no span of this instance" in page.locator(".trace-detail .span-flags").inner_text()
     page.console.screenshot("trace-stored")
-    first = page.url.rsplit("/", 1)[1]
+    first = page.url.split("?")[0].rsplit("/", 1)[1]
     visit(page, "/agents")
     agent_row = page.locator(".agent-table tbody tr")
     assert agent_row.count() == 1
@@ -441,7 +445,7 @@ def test_stored_traces_and_agents(page: Any) -> None:
     assert page.locator("details.schema-version article.span-type").count() == 4
     page.console.screenshot("agent-stored")
     visit(page, "/traces")
-    second = next(href.rsplit("/", 1)[1] for href in page.locator(".instance-table tbody tr td:first-child a")
+    second = next(href.rsplit("/", 1)[1] for href in page.locator(".trace-table tbody tr td.trace-id a")
               .evaluate_all("els => els.map(a => a.getAttribute('href'))") if not href.endswith(first))
     visit(page, f"/compare?a=instance:{first}&b=instance:{second}")
     assert page.locator(".side .span-tree").count() == 2

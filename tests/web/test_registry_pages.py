@@ -62,3 +62,27 @@ def test_terminate_from_another_site_is_refused(folio: Any) -> None:
     assert refused.status_code == 403
     principal = Principal(folio.accounts.require("demo"))
     assert folio.registry.get_instance(principal, InstanceGet(agent_instance_id=run.id)).status == "active"
+
+
+def test_alerts_are_listed_and_acknowledged_in_the_viewer(folio: Any) -> None:
+    from agentfolio.app.registry import AlertCount, AlertList, InstanceTerminate
+
+    run = running(folio, "demo", "bot <b>")
+    other = running(folio, "other", "bot")
+    for principal, instance in ((Principal(folio.accounts.require("demo")), run),
+                                (Principal(folio.accounts.require("other")), other)):
+        folio.registry.run(principal, InstanceTerminate(agent_instance_id=instance.id, reason="<script>x</script>"))
+    client = TestClient(create_web_app(folio=folio, account=folio.accounts.require("demo")))
+    page = client.get("/alerts")
+    assert page.status_code == 200 and "1 open" in page.text and "terminated instance" in page.text
+    assert "&lt;script&gt;" in page.text and "<script>x</script>" not in page.text
+    assert other.id not in page.text
+    alert_id = folio.registry.run(Principal(folio.accounts.require("demo")), AlertList()).items[0].id
+    done = client.post("/alerts/acknowledge", data={"alert_id": alert_id}, follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == "/alerts"
+    assert folio.registry.run(Principal(folio.accounts.require("demo")), AlertCount()).count == 0
+    assert folio.registry.run(Principal(folio.accounts.require("other")), AlertCount()).count == 1
+    assert "No open alerts" in client.get("/alerts").text
+    assert "acknowledged" in client.get("/alerts?all=1").text
+    refused = client.post("/alerts/acknowledge", data={"all": "1"}, headers={"Sec-Fetch-Site": "cross-site"})
+    assert refused.status_code == 403

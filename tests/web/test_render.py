@@ -20,7 +20,7 @@ from agentfolio.present import rules
 from agentfolio.samples import showcase as samples
 from agentfolio.web import html
 from agentfolio.web.app import create_web_app
-from agentfolio.web.traces import PARENT_MISSING, build_trace
+from agentfolio.web.trace_files import PARENT_MISSING, build_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

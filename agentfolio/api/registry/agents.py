@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from agentfolio.api.errors import error_responses, json_response, success
+from agentfolio.api.errors import error_responses, success
 from agentfolio.api.registry import parse
 from agentfolio.api.registry.common import (
     ERROR_STATUSES,
@@ -47,13 +47,6 @@ async def account(request: Request, principal: Principal = Depends(current_princ
     caller = await run_in_threadpool(registry(request).caller, principal)
     return success({"type": "account", "id": caller.account_id, "name": caller.account_name,
                     "default_environment_id": caller.default_environment_id})
-
-
-@router.get("/risk_profile", summary="The account's risk profile (one per account)", responses=MANY)
-async def risk_profiles(request: Request, principal: Principal = Depends(current_principal)) -> Response:
-    profile = await run_in_threadpool(registry(request).risk_profile, principal)
-    summary = {"id": "account", "name": profile.name, **profile.model_dump(mode="json")}
-    return json_response({"status": "success", "summaries": [summary], "pagination": None, "sorting": None})
 
 
 @router.post("/agent", summary="Create an agent", responses=ONE,

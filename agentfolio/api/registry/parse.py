@@ -21,6 +21,8 @@ from agentfolio.app.registry import (
     AgentRetire,
     AgentShow,
     AgentUpdate,
+    AlertAcknowledge,
+    AlertList,
     BadRequest,
     BulkItem,
     Command,
@@ -33,6 +35,8 @@ from agentfolio.app.registry import (
     InstanceTerminate,
     InvalidValue,
     RegistryRefusal,
+    RiskProfileCreate,
+    RiskProfileList,
     SchemaVersionCreate,
     SchemaVersionGet,
     SpanCreate,
@@ -42,7 +46,13 @@ from agentfolio.app.registry import (
 )
 from agentfolio.app.registry.errors import from_domain
 from agentfolio.app.registry.fields import MAX_BULK_KEY_CHARS, flag, schema_version_draft, timestamp
-from agentfolio.app.registry.inputs import AGENT_SORT_FIELDS, INSTANCE_SORT_FIELDS, SPAN_SORT_FIELDS
+from agentfolio.app.registry.inputs import (
+    AGENT_SORT_FIELDS,
+    ALERT_SORT_FIELDS,
+    INSTANCE_SORT_FIELDS,
+    PROFILE_SORT_FIELDS,
+    SPAN_SORT_FIELDS,
+)
 from agentfolio.registry.errors import RegistryError
 from agentfolio.registry.listing import PageRequest, parse_page_request
 
@@ -150,7 +160,8 @@ def span_create(f: Fields) -> SpanCreate:
 
 def span_finish(f: Fields) -> SpanFinish:
     return SpanFinish(agent_span_id=_ref(f.get("agent_span_id")), status=f.get("status"),
-                      result_payload=f.get("result_payload"), timestamp=timestamp(f.get("timestamp"), "timestamp"))
+                      result_payload=f.get("result_payload"), timestamp=timestamp(f.get("timestamp"), "timestamp"),
+                      sensitive_encoding=flag(f.get("sensitive_encoding"), "sensitive_encoding"))
 
 
 def span_get(f: Fields) -> SpanGet:
@@ -167,6 +178,38 @@ def span_list(f: Fields) -> SpanList:
         parent_span_id=_filter(f.get("parent_span_id")), session_id=_filter(f.get("session_id")),
         include_summaries=flag(f.get("include_summaries"), "include_summaries"),
         include_risk_level=flag(f.get("include_risk_level"), "include_risk_level"))
+
+
+def risk_profile_list(f: Fields) -> RiskProfileList:
+    return RiskProfileList(page=_page(f, PROFILE_SORT_FIELDS), account_id=_filter(f.get("account_id")))
+
+
+def risk_profile_create(f: Fields) -> RiskProfileCreate:
+    return RiskProfileCreate(name=f.get("name"), description=f.get("description"),  # type: ignore[arg-type]
+                             template=f.get("template") or "default", categories=f.get("categories"),
+                             actions=f.get("actions"), thresholds=f.get("thresholds"), id=f.get("id"))
+
+
+def _tristate(value: object, name: str) -> bool | None:
+    """``true``/``false``, or ``all`` (or ``any``) for both."""
+    if isinstance(value, str) and value.lower() in ("all", "any"):
+        return None
+    return flag(value, name) if value is not None else False
+
+
+def alert_list(f: Fields) -> AlertList:
+    return AlertList(page=_page(f, ALERT_SORT_FIELDS), acknowledged=_tristate(f.get("acknowledged"), "acknowledged"),
+                     kind=_filter(f.get("kind")), severity=_filter(f.get("severity")),
+                     agent_id=_filter(f.get("agent_id")), instance_id=_filter(f.get("agent_instance_id")))
+
+
+def alert_acknowledge(f: Fields) -> AlertAcknowledge:
+    raw = f.get("alert_ids")
+    if raw is not None and not isinstance(raw, list):
+        raise InvalidValue("alert_ids: must be an array of alert ids", errors={"alert_ids": "must be an array"})
+    return AlertAcknowledge(alert_ids=tuple(_ref(item) or "" for item in raw or ()),
+                            everything=flag(f.get("all"), "all"), kind=_filter(f.get("kind")),
+                            agent_id=_filter(f.get("agent_id")))
 
 
 #: A bulk item's ``_type`` → the reader of its fields (terminating is left to single requests).

@@ -7,6 +7,7 @@ from typing import Any
 
 from agentfolio import _json
 from agentfolio.app.registry.errors import InvalidAction, InvalidValue, field_error, not_found
+from agentfolio.app.registry.governance import check_assignable, schema_version_alerts
 from agentfolio.app.registry.inputs import (
     AgentCreate,
     AgentDelete,
@@ -32,7 +33,7 @@ from agentfolio.app.registry.outputs import (
 from agentfolio.app.registry.work import Work, now_us
 from agentfolio.registry import ids
 from agentfolio.registry.listing import page_info
-from agentfolio.registry.risk import DataRisk, rollup, score_span_type
+from agentfolio.registry.risk import DataRisk, rollup, score_agent, score_span_type
 from agentfolio.registry.schema_versions import (
     SchemaVersionDraft,
     count_external_identifier_repeats,
@@ -79,8 +80,8 @@ def create(work: Work, command: AgentCreate) -> Agent:
     stamp = now_us()
     work.unit.agents.insert(
         id=agent_id, name=command.name, description=command.description, external_identifier=external,
-        owner_person_id=command.owner_person_id, risk_profile_id=command.risk_profile_id, team_id=command.team_id,
-        status="pending", inserted_at=stamp, updated_at=stamp)
+        owner_person_id=command.owner_person_id, risk_profile_id=check_assignable(work, command.risk_profile_id),
+        team_id=command.team_id, status="pending", inserted_at=stamp, updated_at=stamp)
     return agent_output(work, work.agent(agent_id))
 
 
@@ -91,6 +92,9 @@ def update(work: Work, command: AgentUpdate) -> Agent:
     if not isinstance(command.external_identifier, Unset) and command.external_identifier != row.external_identifier:
         raise field_error("external_identifier", "can only be set when the agent is created")
     changes = command.changes()
+    if "risk_profile_id" in changes:
+        changes["risk_profile_id"] = check_assignable(work, changes["risk_profile_id"])
+        work.agent_profiles.pop(row.id, None)
     if changes:
         work.unit.agents.update(row.id, **changes, updated_at=now_us())
     return agent_output(work, work.agent(row.id))
@@ -159,21 +163,26 @@ def page(work: Work, command: AgentList) -> Page[Agent]:
 
 
 def risk_report(work: Work, agent_ref: str) -> RiskReport:
-    """``agent_ref``: an agent id or external identifier."""
+    """``agent_ref``: an agent id or external identifier.  Levels and scores are the ones
+    every span and run of these span types shows (:mod:`agentfolio.registry.risk`)."""
     agent = work.agent(agent_ref) if ids.is_id(agent_ref) else by_reference(work, None, agent_ref)
-    profile = work.risk_profile()
+    profile = work.risk_profile(agent.id)
     everything: list[tuple[str, DataRisk]] = []
     versions = []
     for row in work.unit.schema_versions.of_agent(agent.id):
         span_types = load_span_types(_json.loads(row.span_type_schemas))
         pairs = [(name, span_type.data_risk) for name, span_type in span_types.items()]
         everything.extend(pairs)
+        score, level = score_agent(pairs, profile)
         versions.append(SchemaVersionRisk(
             id=row.id, external_identifier=row.external_identifier, current=row.id == agent.current_schema_version_id,
-            rollup=rollup(pairs).to_json(),
+            rollup={**rollup(pairs).to_json(), "risk_level": level, "risk_score": score},
             span_types=[score_span_type(name, risk, profile).to_json() for name, risk in pairs]))
+    score, level = score_agent(everything, profile)
     return RiskReport(agent_id=agent.id, name=agent.name, external_identifier=agent.external_identifier,
-                      risk_profile=profile.name, rollup=rollup(everything).to_json(), schema_versions=versions)
+                      risk_profile=profile.name, risk_level=level, risk_score=score,
+                      rollup={**rollup(everything).to_json(), "risk_level": level, "risk_score": score},
+                      schema_versions=versions)
 
 
 # --------------------------------------------------------------------------- schema versions
@@ -197,6 +206,8 @@ def store_schema_version(work: Work, agent_id: str, draft: SchemaVersionDraft, *
                     fingerprint=fingerprint, span_type_schemas=_json.dumps(draft.span_type_schemas_json()),
                     quality_schemas=_json.dumps(draft.quality_schemas_json()), inserted_at=stamp, updated_at=stamp)
     work.unit.remember(CompiledSchemaVersion.from_draft(draft, version_id))
+    schema_version_alerts(work, agent_id, version_id,
+                          rollup((name, span_type.data_risk) for name, span_type in draft.span_types.items()).flags)
     return version_id
 
 

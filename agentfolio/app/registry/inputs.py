@@ -24,7 +24,9 @@ from agentfolio.registry.schema_versions import SchemaVersionDraft
 
 __all__ = [
     "AGENT_SORT_FIELDS",
+    "ALERT_SORT_FIELDS",
     "INSTANCE_SORT_FIELDS",
+    "PROFILE_SORT_FIELDS",
     "SPAN_SORT_FIELDS",
     "UNSET",
     "AgentCreate",
@@ -35,6 +37,10 @@ __all__ = [
     "AgentRetire",
     "AgentShow",
     "AgentUpdate",
+    "AlertAcknowledge",
+    "AlertCount",
+    "AlertGet",
+    "AlertList",
     "Command",
     "InstanceFinish",
     "InstanceGet",
@@ -44,6 +50,9 @@ __all__ = [
     "InstanceStart",
     "InstanceTerminate",
     "PageRequest",
+    "RiskProfileCreate",
+    "RiskProfileGet",
+    "RiskProfileList",
     "SchemaVersionCreate",
     "SchemaVersionGet",
     "Sorting",
@@ -369,6 +378,8 @@ class SpanFinish:
     status: object = None
     result_payload: dict[str, Any] | None = None
     timestamp: datetime | None = None
+    #: the result carries ``$sensitive`` wrappers (the TypeScript SDK says so on finish)
+    sensitive_encoding: bool = False
 
     def __post_init__(self) -> None:
         json_object(self.result_payload, "result_payload")
@@ -402,9 +413,111 @@ class SpanList:
                 if isinstance(value := getattr(self, name), str)}
 
 
+# --------------------------------------------------------------------------- governance
+
+PROFILE_SORT_FIELDS = ("id", "name", "inserted_at", "updated_at")
+ALERT_SORT_FIELDS = ("id", "kind", "severity", "inserted_at")
+PROFILE_TEMPLATES = ("default", "empty")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RiskProfileList:
+    """``account_id``: the dashboard names its own account; another is not found."""
+
+    OPERATION: ClassVar[str] = "risk_profiles/list"
+    page: PageRequest = DEFAULT_PAGE
+    account_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RiskProfileGet:
+    """``default``: the profile agents without one of their own are scored under."""
+
+    OPERATION: ClassVar[str] = "risk_profiles/get"
+    risk_profile_id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RiskProfileCreate:
+    """A profile from a ``template`` (``default`` or ``empty``) with the given category
+    rules (``{weight, included}``), action rules (``{multiplier, included}``) and
+    thresholds (``{medium, high, critical}``) over it."""
+
+    OPERATION: ClassVar[str] = "risk_profiles/create"
+    name: str
+    description: str | None = None
+    template: str = "default"
+    categories: dict[str, Any] | None = None
+    actions: dict[str, Any] | None = None
+    thresholds: dict[str, Any] | None = None
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        text(self.name, "details.name", required=True, limit=255)
+        text(self.description, "details.description", limit=10_000)
+        if self.template not in PROFILE_TEMPLATES:
+            raise field_error("details.template", f"{self.template!r} is not one of {', '.join(PROFILE_TEMPLATES)}")
+        for name in ("categories", "actions", "thresholds"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, dict):
+                raise field_error(f"details.{name}", "must be an object")
+        chosen_id(self.id, "details.id")
+
+
+@dataclass(frozen=True, slots=True)
+class AlertCount:
+    OPERATION: ClassVar[str] = "alerts/count"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlertList:
+    """``acknowledged``: ``False`` (default) the open ones, ``True`` the acknowledged, ``None`` all."""
+
+    OPERATION: ClassVar[str] = "alerts/list"
+    page: PageRequest = DEFAULT_PAGE
+    acknowledged: bool | None = False
+    kind: str | None = None
+    severity: str | None = None
+    agent_id: str | None = None
+    instance_id: str | None = None
+
+    def filters(self) -> dict[str, str]:
+        return {name: value for name in ("kind", "severity", "agent_id", "instance_id")
+                if isinstance(value := getattr(self, name), str)}
+
+
+@dataclass(frozen=True, slots=True)
+class AlertGet:
+    OPERATION: ClassVar[str] = "alerts/get"
+    alert_id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlertAcknowledge:
+    """The alerts named, or with ``everything`` every open alert matching the filters."""
+
+    OPERATION: ClassVar[str] = "alerts/acknowledge"
+    alert_ids: tuple[str, ...] = ()
+    everything: bool = False
+    kind: str | None = None
+    agent_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.everything and not self.alert_ids:
+            raise field_error("alert_ids", "name the alerts to acknowledge, or give all=true", code="required_value")
+        if len(self.alert_ids) > 1000:
+            raise field_error("alert_ids", f"has {len(self.alert_ids):,} ids, over the 1,000 limit")
+        for index, alert_id in enumerate(self.alert_ids):
+            text(alert_id, f"alert_ids[{index}]", required=True, limit=64)
+
+    def filters(self) -> dict[str, str]:
+        return {name: value for name in ("kind", "agent_id") if isinstance(value := getattr(self, name), str)}
+
+
 #: Every input an operation takes (what a bulk item may carry).
 Command = Union[
     AgentCreate, AgentUpdate, AgentRetire, AgentReinstate, AgentDelete, AgentGet, AgentShow, AgentList,
     SchemaVersionCreate, SchemaVersionGet, InstanceRegister, InstanceStart, InstanceFinish, InstanceRecordQuality,
     InstanceTerminate, InstanceGet, InstanceList, SpanCreate, SpanFinish, SpanGet, SpanList,
+    RiskProfileList, RiskProfileGet, RiskProfileCreate, AlertCount, AlertList, AlertGet, AlertAcknowledge,
 ]

@@ -13,8 +13,24 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 
-__all__ = ["Agent", "AgentActions", "Caller", "Control", "DeploymentToken", "Instance", "Page", "RiskReport",
-           "SchemaVersion", "SchemaVersionRisk", "Span", "SpanWritten", "from_micros"]
+__all__ = [
+    "Agent",
+    "AgentActions",
+    "Alert",
+    "AlertCountOutput",
+    "Caller",
+    "Control",
+    "DeploymentToken",
+    "Instance",
+    "Page",
+    "RiskProfileOutput",
+    "RiskReport",
+    "SchemaVersion",
+    "SchemaVersionRisk",
+    "Span",
+    "SpanWritten",
+    "from_micros",
+]
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -111,6 +127,9 @@ class Instance(_Output):
     quality_payloads: dict[str, Any]
     quality_summaries: dict[str, Any]
     quality_validation: dict[str, Any]
+    #: the open dashboard's reading: every payload by name (``None``: none), the summaries joined
+    quality_payload: dict[str, Any] | None = None
+    quality_summary: str | None = None
     risk_score: float | None = _extra()
     risk_level: str | None = _extra()
     risk: dict[str, Any] | None = _extra()
@@ -136,8 +155,11 @@ class Span(_Output):
     inserted_at: Timestamp
     updated_at: Timestamp
     validation: dict[str, Any]
+    #: values in ``$sensitive`` wrappers are kept encoded and answered masked
     sensitive_encoding: bool
     session_id: str | None
+    #: the run's purpose (live, smoke_test, eval), which the dashboard reads per span
+    purpose: str | None = None
     risk_score: float | None = _extra()
     risk_level: str | None = _extra()
 
@@ -183,6 +205,11 @@ class RiskReport(_Output):
     name: str
     external_identifier: str | None
     risk_profile: str
+    #: the highest level of its span types (and of their combinations' flags); ``unknown``
+    #: when no span type declares enough to score
+    risk_level: str
+    #: the highest span type score
+    risk_score: float
     rollup: dict[str, Any]
     schema_versions: list[SchemaVersionRisk]
 
@@ -206,3 +233,45 @@ class DeploymentToken(_Output):
     agent_id: str
     environment_id: str
     agent_deployment_id: str
+
+
+class RiskProfileOutput(_Output):
+    """A risk profile: weights per data category, multipliers per action, thresholds, and
+    how many agents it scores."""
+
+    type: Literal["risk_profile"] = "risk_profile"
+    id: str
+    account_id: str
+    name: str
+    description: str | None
+    categories: dict[str, Any]
+    actions: dict[str, Any]
+    thresholds: dict[str, Any]
+    #: the profile agents without one of their own are scored under
+    is_default: bool
+    agent_count: int
+    inserted_at: Timestamp | None
+    updated_at: Timestamp | None
+
+
+class Alert(_Output):
+    type: Literal["alert"] = "alert"
+    id: str
+    account_id: str
+    kind: str
+    severity: str
+    message: str
+    agent_id: str
+    agent_instance_id: str | None
+    agent_span_id: str | None
+    agent_schema_version_id: str | None
+    inserted_at: Timestamp
+    acknowledged: bool
+    acknowledged_at: Timestamp | None
+
+
+class AlertCountOutput(_Output):
+    """Open (unacknowledged) alerts; after an acknowledgement, how many it acknowledged."""
+
+    count: int
+    acknowledged: int | None = _extra()

@@ -19,6 +19,7 @@ from agentfolio.app.registry.agents import create as create_agent
 from agentfolio.app.registry.agents import store_schema_version
 from agentfolio.app.registry.errors import InvalidAction, NotPermitted, field_error, from_domain, not_found
 from agentfolio.app.registry.fields import text
+from agentfolio.app.registry.governance import raise_alert, span_alerts
 from agentfolio.app.registry.inputs import (
     AgentCreate,
     InstanceFinish,
@@ -39,7 +40,8 @@ from agentfolio.registry import ids
 from agentfolio.registry.errors import RegistryError
 from agentfolio.registry.jsonschemas import SchemaCompileError, compile_schema
 from agentfolio.registry.listing import page_info
-from agentfolio.registry.risk import DataRisk, RiskProfile, score_instance, score_span_type
+from agentfolio.registry.risk import RiskProfile, score_instance
+from agentfolio.registry.sensitive import encode_at_rest, masked, mentions_sensitive
 from agentfolio.registry.spans import (
     CompiledSchemaVersion,
     SpanProblem,
@@ -83,7 +85,8 @@ def instance_output(work: Work, row: Any, *, counts: dict[str, int] | None = Non
         declared = {name: span_type.data_risk
                     for name, span_type in (compiled.span_types if compiled else {}).items()}
         score = score_instance(names, declared, risk)
-        extras = {"risk_score": round(score.score, 4), "risk_level": score.level, "risk": score.to_json()}
+        extras = {"risk_score": round(score.score, 4), "risk_level": score.level,
+                  "risk": {**score.to_json(), "risk_profile": risk.name}}
     return Instance(
         id=row.id, account_id=work.account.id, agent_id=row.agent_id, agent_version_id=row.agent_version_id,
         agent_schema_version_id=row.schema_version_id, environment_id=row.environment_id,
@@ -93,7 +96,15 @@ def instance_output(work: Work, row: Any, *, counts: dict[str, int] | None = Non
         external_identifier=row.external_identifier, purpose=row.purpose, session_id=row.session_id,
         span_counts=counts if counts is not None else _span_counts(work, row.id),
         quality_payloads=quality.get("payloads", {}), quality_summaries=quality.get("summaries", {}),
-        quality_validation=quality.get("validation", {}), **extras)
+        quality_validation=quality.get("validation", {}), **_dashboard_quality(quality), **extras)
+
+
+def _dashboard_quality(quality: Mapping[str, Any]) -> dict[str, Any]:
+    """The open dashboard's single ``quality_payload`` / ``quality_summary``: every recorded
+    payload by its quality schema's name, and the rendered summaries one per line."""
+    payloads, summaries = quality.get("payloads") or {}, quality.get("summaries") or {}
+    return {"quality_payload": dict(payloads) or None,
+            "quality_summary": "\n".join(str(summaries[name]) for name in sorted(summaries)) or None}
 
 
 def _agent_version(work: Work, agent_id: str, command: InstanceRegister) -> str:
@@ -218,8 +229,11 @@ def terminate(work: Work, command: InstanceTerminate) -> Instance:
     if row.status in ("complete", "failed", "cancelled", "terminated"):
         raise InvalidAction(f"the instance already finished ({row.status})")
     stamp = now_us()
-    work.unit.instances.update(row.id, status="terminated", termination_reason=command.reason or
-                               "terminated by an operator", finished_at=stamp, updated_at=stamp)
+    reason = command.reason or "terminated by an operator"
+    work.unit.instances.update(row.id, status="terminated", termination_reason=reason, finished_at=stamp,
+                               updated_at=stamp)
+    raise_alert(work, "terminated_instance", row.id, agent_id=row.agent_id, instance_id=row.id,
+                message=f"run terminated: {reason}")
     return instance_output(work, work.instance(row.id))
 
 
@@ -268,16 +282,16 @@ def _validate_quality(schema: Mapping[str, Any] | None, name: str, payload: Any)
 
 def get_instance(work: Work, command: InstanceGet) -> Instance:
     row = work.instance(command.agent_instance_id)
-    return instance_output(work, row, risk=work.risk_profile() if command.include_risk_level else None)
+    return instance_output(work, row, risk=work.risk_profile(row.agent_id) if command.include_risk_level else None)
 
 
 def list_instances(work: Work, command: InstanceList) -> Page[Instance]:
     token_agent = work.principal.agent_id if work.principal.deployed else None
     rows, total = work.unit.instances.page(command.page, agent_of_token=token_agent, **command.filters())
-    risk = work.risk_profile() if command.include_risk_level else None
     info = page_info(total, command.page.offset, command.page.page_size, len(rows))
-    return Page[Instance](items=[instance_output(work, row, risk=risk) for row in rows], pagination=info.to_json(),
-                          sorting=command.page.sorting.to_json())
+    items = [instance_output(work, row, risk=work.risk_profile(row.agent_id) if command.include_risk_level else None)
+             for row in rows]
+    return Page[Instance](items=items, pagination=info.to_json(), sorting=command.page.sorting.to_json())
 
 
 # --------------------------------------------------------------------------- spans
@@ -310,7 +324,7 @@ def _validate(compiled: CompiledSchemaVersion | None, schema_name: str, payload:
             notes.append(message)
             state = "invalid"
         if sensitive:
-            notes.append("payload is sensitive-encoded: the schema saw the {$sensitive, value} wrappers")
+            notes.append("payload is sensitive-encoded: the schema saw the {$sensitive} wrappers, values masked")
         validation = SpanValidation(state, tuple(problems), "; ".join(notes) or None)
     return validation
 
@@ -327,12 +341,14 @@ def span_output(work: Work, row: Mapping[Any, Any], *, summaries: bool = False, 
         validation = _json.loads(row["validation"]) if row["validation"] is not None else None
     if validation is None:
         validation = {"status": row["validation_status"], "problems": [], "note": None}
+    if row["sensitive_encoding"]:  # kept encoded at rest; answered masked
+        payload, result = masked(payload), masked(result)
     name = row["schema_name"]
     extras: dict[str, Any] = {}
     if risk is not None:
-        span_type = compiled.span_types.get(name) if compiled else None
-        score = score_span_type(name, span_type.data_risk if span_type else DataRisk(), risk)
-        extras = {"risk_score": round(score.score, 4), "risk_level": score.level}
+        score = work.type_score(compiled, name, risk)
+        extras = {"risk_score": round(score.score, 4) if score else 0.0,
+                  "risk_level": score.level if score else "unknown"}
     return Span(
         id=row["id"], account_id=work.account.id, agent_id=row["agent_id"], agent_instance_id=row["instance_id"],
         agent_schema_version_id=row["schema_version_id"], parent_span_id=row["parent_span_id"], schema_name=name,
@@ -341,7 +357,7 @@ def span_output(work: Work, row: Mapping[Any, Any], *, summaries: bool = False, 
         started_at=from_micros(row["started_at"]), finished_at=from_micros(row["finished_at"]),
         inserted_at=from_micros(row["inserted_at"]), updated_at=from_micros(row["updated_at"]),
         validation=validation, sensitive_encoding=bool(row["sensitive_encoding"]), session_id=row["session_id"],
-        **extras)
+        purpose=work.instance(row["instance_id"], cached=True).purpose, **extras)
 
 
 def _written(span: Span, instance: Any) -> SpanWritten:
@@ -371,17 +387,25 @@ def create_span(work: Work, command: SpanCreate) -> SpanWritten:
     if status in FINISHED_SPAN:
         finished = finished or stamp
     parent_found = _parent_found(work, parent, instance.id)
-    validation = _validate(work.unit.compiled(instance.schema_version_id), command.schema_name, payload, result,
-                           status, parent_found, command.sensitive_encoding)
+    raw_payload, raw_result = _json.dumps(payload), None if result is None else _json.dumps(result)
+    sensitive = command.sensitive_encoding or mentions_sensitive(raw_payload) or mentions_sensitive(raw_result)
+    # A sensitive span is checked masked: a problem's message quotes the value it is about.
+    validation = _validate(work.unit.compiled(instance.schema_version_id), command.schema_name,
+                           masked(payload) if sensitive else payload, masked(result) if sensitive else result,
+                           status, parent_found, sensitive)
+    if sensitive:
+        raw_payload = _json.dumps(encode_at_rest(payload))
+        raw_result = None if result is None else _json.dumps(encode_at_rest(result))
     row = {"id": span_id, "agent_id": instance.agent_id, "instance_id": instance.id,
            "schema_version_id": instance.schema_version_id, "parent_span_id": parent,
            "parent_found": parent_found, "schema_name": command.schema_name, "status": status,
-           "payload": _json.dumps(payload), "result_payload": None if result is None else _json.dumps(result),
-           "sensitive_encoding": command.sensitive_encoding, "validation_status": validation.status,
+           "payload": raw_payload, "result_payload": raw_result,
+           "sensitive_encoding": sensitive, "validation_status": validation.status,
            "validation": None if validation.status == "valid" else _json.dumps(validation.to_json()),
            "session_id": session_id, "started_at": started, "finished_at": finished,
            "inserted_at": stamp, "updated_at": stamp}
     work.unit.spans.add(row)
+    span_alerts(work, row, validation, new_span=True)
     return _written(span_output(work, row, decoded=(payload, result, validation.to_json())), instance)
 
 
@@ -395,13 +419,21 @@ def finish_span(work: Work, command: SpanFinish) -> SpanWritten:
     when = _micros(command.timestamp) or now_us()
     instance = work.instance(row["instance_id"], cached=True)
     payload = _json.loads(row["payload"])
-    validation = _validate(work.unit.compiled(row["schema_version_id"]), row["schema_name"], payload, result,
-                           status, row["parent_found"], bool(row["sensitive_encoding"]))
-    changes = {"status": status, "result_payload": None if result is None else _json.dumps(result),
+    raw_result = None if result is None else _json.dumps(result)
+    sensitive = bool(row["sensitive_encoding"]) or command.sensitive_encoding or mentions_sensitive(raw_result)
+    validation = _validate(work.unit.compiled(row["schema_version_id"]), row["schema_name"],
+                           masked(payload) if sensitive else payload, masked(result) if sensitive else result,
+                           status, row["parent_found"], sensitive)
+    if sensitive and result is not None:
+        raw_result = _json.dumps(encode_at_rest(result))
+    changes = {"status": status, "result_payload": raw_result, "sensitive_encoding": sensitive,
                "finished_at": when, "started_at": row["started_at"] or when, "updated_at": now_us(),
                "validation_status": validation.status,
                "validation": None if validation.status == "valid" else _json.dumps(validation.to_json())}
+    if sensitive and not row["sensitive_encoding"]:  # a payload stored before the client said it was sensitive
+        changes["payload"] = _json.dumps(encode_at_rest(payload))
     work.unit.spans.update(row["id"], **changes)
+    span_alerts(work, {**row, **changes}, validation, new_span=False)
     return _written(span_output(work, {**row, **changes}), instance)
 
 
@@ -414,15 +446,16 @@ def written_again(work: Work, span_id: str) -> SpanWritten:
 def get_span(work: Work, command: SpanGet) -> Span:
     row = work.span(command.agent_span_id)
     return span_output(work, row, summaries=command.include_summaries,
-                       risk=work.risk_profile() if command.include_risk_level else None)
+                       risk=work.risk_profile(row["agent_id"]) if command.include_risk_level else None)
 
 
 def list_spans(work: Work, command: SpanList) -> Page[Span]:
     token_agent = work.principal.agent_id if work.principal.deployed else None
     rows, total = work.unit.spans.page(command.page, agent_of_token=token_agent, **command.filters())
-    risk = work.risk_profile() if command.include_risk_level else None
     info = page_info(total, command.page.offset, command.page.page_size, len(rows))
     # All the summaries of one page share one render budget, however many template bombs it holds.
     with summaries_budget():
-        items = [span_output(work, row._mapping, summaries=command.include_summaries, risk=risk) for row in rows]
+        items = [span_output(work, row._mapping, summaries=command.include_summaries,
+                             risk=work.risk_profile(row.agent_id) if command.include_risk_level else None)
+                 for row in rows]
     return Page[Span](items=items, pagination=info.to_json(), sorting=command.page.sorting.to_json())

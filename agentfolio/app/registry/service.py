@@ -29,7 +29,7 @@ from typing import Any, TypeVar, Union, cast
 from sqlalchemy.exc import IntegrityError
 
 from agentfolio import _json
-from agentfolio.app.registry import agents, runs
+from agentfolio.app.registry import agents, governance, runs
 from agentfolio.app.registry.errors import (
     IdempotencyKeyReused,
     RegistryRefusal,
@@ -47,6 +47,10 @@ from agentfolio.app.registry.inputs import (
     AgentRetire,
     AgentShow,
     AgentUpdate,
+    AlertAcknowledge,
+    AlertCount,
+    AlertGet,
+    AlertList,
     Command,
     InstanceFinish,
     InstanceGet,
@@ -55,6 +59,9 @@ from agentfolio.app.registry.inputs import (
     InstanceRegister,
     InstanceStart,
     InstanceTerminate,
+    RiskProfileCreate,
+    RiskProfileGet,
+    RiskProfileList,
     SchemaVersionCreate,
     SchemaVersionGet,
     SpanCreate,
@@ -65,10 +72,13 @@ from agentfolio.app.registry.inputs import (
 )
 from agentfolio.app.registry.outputs import (
     Agent,
+    Alert,
+    AlertCountOutput,
     Caller,
     DeploymentToken,
     Instance,
     Page,
+    RiskProfileOutput,
     RiskReport,
     SchemaVersion,
     Span,
@@ -85,7 +95,8 @@ from agentfolio.store.registry.store import DEPLOYMENT_TOKEN_PREFIX
 
 log = logging.getLogger("agentfolio.registry")
 
-Output = Union[Agent, SchemaVersion, Instance, SpanWritten, Span, Page[Agent], Page[Instance], Page[Span]]
+Output = Union[Agent, SchemaVersion, Instance, SpanWritten, Span, Page[Agent], Page[Instance], Page[Span],
+               RiskProfileOutput, Page[RiskProfileOutput], Alert, Page[Alert], AlertCountOutput]
 AnswerT = TypeVar("AnswerT")
 
 
@@ -122,6 +133,13 @@ _OPERATIONS: dict[type[Any], _Operation] = {
     SpanFinish: _Operation(runs.finish_span, SpanWritten, True, buffered=True),
     SpanGet: _Operation(runs.get_span, Span, False),
     SpanList: _Operation(runs.list_spans, Page[Span], False),
+    RiskProfileList: _Operation(governance.list_profiles, Page[RiskProfileOutput], False),
+    RiskProfileGet: _Operation(governance.get_profile, RiskProfileOutput, False),
+    RiskProfileCreate: _Operation(governance.create_profile, RiskProfileOutput, True, keeps_answer=True),
+    AlertCount: _Operation(governance.count_alerts, AlertCountOutput, False),
+    AlertList: _Operation(governance.list_alerts, Page[Alert], False),
+    AlertGet: _Operation(governance.get_alert, Alert, False),
+    AlertAcknowledge: _Operation(governance.acknowledge, AlertCountOutput, True, keeps_answer=True),
 }
 
 
@@ -167,9 +185,10 @@ class RegistryService:
                       agent_deployment_id=principal.deployment_id,
                       default_environment_id=record.default_environment_id)
 
-    def risk_profile(self, principal: Principal) -> RiskProfile:
+    def risk_profile(self, principal: Principal, agent_id: str | None = None) -> RiskProfile:
+        """The profile an agent is scored under (without one: the account's default)."""
         with self._rows.reading(self._account(principal)) as unit:
-            return self._work(unit, principal).risk_profile()
+            return self._work(unit, principal).risk_profile(agent_id)
 
     def set_risk_profile(self, principal: Principal, profile: Mapping[str, Any] | None) -> RiskProfile:
         """Set (``None``: back to the default) the account's risk profile."""

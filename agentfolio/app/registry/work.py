@@ -11,10 +11,14 @@ from typing import Any, Literal
 from agentfolio import _json
 from agentfolio.app.registry.errors import NotPermitted, field_error, not_found
 from agentfolio.registry import ids
-from agentfolio.registry.risk import DEFAULT_RISK_PROFILE, RiskProfile
+from agentfolio.registry.risk import DEFAULT_RISK_PROFILE, RiskProfile, SpanTypeScore, score_span_type
+from agentfolio.registry.spans import CompiledSchemaVersion
 from agentfolio.store.accounts import Account
 from agentfolio.store.registry import AccountRecord, RegistryUnit
 from agentfolio.store.registry.records import IdempotencyRecord
+
+#: The id under which the profile of agents without one of their own is read.
+DEFAULT_PROFILE_ID = "default"
 
 
 def now_us() -> int:
@@ -54,6 +58,11 @@ class Work:
     #: keys whose stored record expired: free again, replaced when the new answer is kept
     expired: set[tuple[str, str]] = field(default_factory=set)
     prefetched: bool = False
+    #: risk profiles read in this unit, by id (``default`` too), and each agent's profile id
+    profiles: dict[str, RiskProfile] = field(default_factory=dict)
+    agent_profiles: dict[str, str | None] = field(default_factory=dict)
+    #: (schema version, span type, profile) → its score, for the spans of one page
+    type_scores: dict[tuple[str | None, str, int], tuple[RiskProfile, SpanTypeScore]] = field(default_factory=dict)
 
     def prefetch_keys(self, keys: list[tuple[str, str]]) -> None:
         """Read the records of all these ``(operation, key)`` pairs at once (a bulk request's)."""
@@ -138,6 +147,43 @@ class Work:
             raise not_found("agent span", span_id)
         return row
 
-    def risk_profile(self) -> RiskProfile:
-        raw = self.unit.settings.risk_profile()
-        return DEFAULT_RISK_PROFILE if raw is None else RiskProfile.from_json(_json.loads(raw))
+    def type_score(self, compiled: CompiledSchemaVersion | None, name: str,
+                   profile: RiskProfile) -> SpanTypeScore | None:
+        """The score of span type ``name`` of a schema version under ``profile``, worked out
+        once per unit (``None``: the version does not declare it, so its risk is unknown)."""
+        span_type = compiled.span_types.get(name) if compiled is not None else None
+        if span_type is None:
+            return None
+        key = (compiled.id if compiled is not None else None, name, id(profile))
+        found = self.type_scores.get(key)
+        if found is None:  # the profile is kept beside its score, so its id is never reused meanwhile
+            found = self.type_scores[key] = (profile, score_span_type(name, span_type.data_risk, profile))
+        return found[1]
+
+    def default_risk_profile(self) -> RiskProfile:
+        """The profile agents without one of their own are scored under: the account's
+        own default when it set one, else the built-in default."""
+        found = self.profiles.get(DEFAULT_PROFILE_ID)
+        if found is None:
+            raw = self.unit.settings.risk_profile()
+            found = DEFAULT_RISK_PROFILE if raw is None else RiskProfile.from_json(_json.loads(raw))
+            self.profiles[DEFAULT_PROFILE_ID] = found
+        return found
+
+    def risk_profile(self, agent_id: str | None = None) -> RiskProfile:
+        """The profile an agent is scored under (its assigned one, else the default);
+        without an agent, the default."""
+        if agent_id is None:
+            return self.default_risk_profile()
+        if agent_id not in self.agent_profiles:
+            row = self.unit.agents.get(agent_id)
+            self.agent_profiles[agent_id] = row.risk_profile_id if row is not None else None
+        profile_id = self.agent_profiles[agent_id]
+        if profile_id is None:
+            return self.default_risk_profile()
+        found = self.profiles.get(profile_id)
+        if found is None:
+            row = self.unit.risk_profiles.get(profile_id)
+            found = self.default_risk_profile() if row is None else RiskProfile.model_validate(_json.loads(row.profile))
+            self.profiles[profile_id] = found
+        return found

@@ -51,8 +51,9 @@ def validate(document: Any) -> list[Problem]:
     messages, base = _messages_of(document)
     problems = []
     open_calls: set[str] = set()
+    prefix = json_pointer(base)
     for index, message in enumerate(messages):
-        pointer = json_pointer([*base, index])
+        pointer = f"{prefix}/{index}"
         if not isinstance(message, dict):
             problems.append(Problem(pointer, "expected a message object"))
             continue
@@ -121,7 +122,8 @@ def read(document: Any, *, strict: bool = True, source: str | None = None,
     origin = Origin()
 
     def build() -> Session:
-        read_messages = [_read_message(m, json_pointer([*base, i]), origin) for i, m in enumerate(messages)]
+        prefix = json_pointer(base)
+        read_messages = [_read_message(m, f"{prefix}/{i}", origin) for i, m in enumerate(messages)]
         session = Session(data=SessionData(conversation_history=tuple(group_entries(read_messages))))
         extras = {k: v for k, v in document.items() if k != "messages"} if isinstance(document, dict) else {}
         if isinstance(document, list):

@@ -55,6 +55,9 @@ class Agents(Rows):
         """The agent with its versions, deployments, instances and spans (foreign keys cascade)."""
         self.conn.execute(self.scope.delete(t_agents).where(t_agents.c.id == agent_id))
 
+    def count(self) -> int:
+        return int(self.conn.execute(self.scope.count(t_agents)).scalar_one())
+
     def page(self, page: PageRequest, *, only_id: str | None = None, **filters: str) -> tuple[list[Row[Any]], int]:
         where = [eq(t_agents.c[key], value) for key, value in filters.items()]
         if only_id is not None:

@@ -242,6 +242,14 @@ def _seek(value: ColumnElement[Any], cursor: Cursor, *, descending: bool, forwar
 class TraceList(Rows):
     """One account's traces (agent instances) with their agent's name and counts."""
 
+    def named(self, ref: str, *, limit: int = 10) -> list[str]:
+        """Ids of the traces ``ref`` names: an instance id, or an external identifier (an
+        OpenTelemetry trace id, a run's name) of one or more instances."""
+        return list(self.conn.execute(
+            self.scope.select(t_instances, t_instances.c.id)
+            .where(sa.or_(eq(t_instances.c.id, ref), eq(t_instances.c.external_identifier, ref)))
+            .order_by(t_instances.c.id).limit(limit)).scalars())
+
     def page(self, filters: TraceFilter, *, sort: str = "started", descending: bool = True,
              after: Cursor | None = None, before: Cursor | None = None, limit: int = 50,
              only_agent: str | None = None) -> list[Row[Any]]:

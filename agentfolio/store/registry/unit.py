@@ -18,6 +18,7 @@ from agentfolio.store.registry.agents import (
     Environments,
     SchemaVersions,
 )
+from agentfolio.store.registry.governance import Alerts, RiskProfiles
 from agentfolio.store.registry.records import DeploymentTokens, Idempotency
 from agentfolio.store.registry.runs import Instances, Spans
 from agentfolio.store.registry.traces import TraceList, TraceSpans
@@ -48,6 +49,8 @@ class RegistryUnit:
         self.traces = TraceSpans(connection, scope)
         self.trace_list = TraceList(connection, scope)
         self.idempotency = Idempotency(connection, scope, idempotency_window)
+        self.risk_profiles = RiskProfiles(connection, scope)
+        self.alerts = Alerts(connection, scope)
         self._versions = versions
 
     def compiled(self, version_id: str | None) -> CompiledSchemaVersion | None:

@@ -51,12 +51,12 @@ def test_durable_agents_run_a_custom_provider_under_a_new_session_each_time(stor
 
     history = state.saved["data"]["conversationHistory"]
     assert [entry["$type"] for entry in history] == ["request", "response"] * 2  # the entity's own record
-    stored = store.sessions.list(store.accounts.ensure("default"))
+    stored = store.sessions.of(store.accounts.ensure("default")).list()
     assert "durable-entity-1" not in {info.id for info in stored}
     # One session per run, the second holding the replayed first turn again as its input.
     assert sorted(info.entry_count for info in stored) == [2, 2] and len(stored) == 2
     second = max(stored, key=lambda info: info.created_at)
-    _, document = store.sessions.get_document(store.accounts.ensure("default"), second.id)
+    _, document = store.sessions.of(store.accounts.ensure("default")).get_document(second.id)
     request = document["data"]["conversationHistory"][0]
     assert [m["contents"][0].get("text") for m in request["messages"]][:1] == ["Hello"]
     assert len(request["messages"]) == 3

@@ -56,7 +56,7 @@ def test_a_conversation_survives_a_restart_and_shows_in_the_viewer(settings: Set
         assert without_attribution(seen) == in_memory_run("trip-1")
         assert len(seen) == len(QUESTIONS) + 2  # two weather questions: a second model call after each tool
 
-        info, document = store.sessions.get_document(account, "trip-1")
+        info, document = store.sessions.of(account).get_document("trip-1")
         assert info.agent == AGENT_NAME and info.version == len(QUESTIONS)
         assert durable_state.validate(document)[1] == []
         history = document["data"]["conversationHistory"]
@@ -82,7 +82,7 @@ def test_audit_mode_stores_without_loading(store: Store) -> None:
     audit = AgentfolioHistoryProvider(store=store, load_messages=False)
     seen = asyncio.run(converse([InMemoryHistoryProvider(), audit], "audited", QUESTIONS))
     assert without_attribution(seen) == in_memory_run("audited")
-    _, document = store.sessions.get_document(store.accounts.ensure("default"), "audited")
+    _, document = store.sessions.of(store.accounts.ensure("default")).get_document("audited")
     stored = AgentfolioHistoryProvider(store=store)
     kept = asyncio.run(stored.get_messages("audited"))
     assert [message.text for message in kept][:2] == [QUESTIONS[0], "Turn 1: I have seen 1 messages; last was "
@@ -96,7 +96,7 @@ def test_save_messages_called_directly_splits_at_the_first_answer(store: Store) 
     turn = [Message("system", ["be brief"]), Message("user", ["hi"]), Message("assistant", ["hello"]),
             Message("user", ["a follow-up in the same answer"])]
     asyncio.run(provider.save_messages("direct", turn))
-    _, document = store.sessions.get_document(store.accounts.ensure("default"), "direct")
+    _, document = store.sessions.of(store.accounts.ensure("default")).get_document("direct")
     history = document["data"]["conversationHistory"]
     assert [(entry["$type"], len(entry["messages"])) for entry in history] == [("request", 2), ("response", 2)]
     assert [m.to_dict() for m in asyncio.run(provider.get_messages("direct"))] == [m.to_dict() for m in turn]
@@ -175,7 +175,7 @@ def test_two_writers_on_a_served_session_never_lose_a_turn(live: LiveServer, sto
     token, _ = store.accounts.create_token("default")
     writers, texts = asyncio.run(race(lambda: AgentfolioHistoryProvider(url=live.url, token=token), rounds))
     assert_no_turn_lost(writers, texts, rounds)
-    info, document = store.sessions.get_document(store.accounts.ensure("default"), "shared")
+    info, document = store.sessions.of(store.accounts.ensure("default")).get_document("shared")
     history = document["data"]["conversationHistory"]
     assert len(history) == 4 * rounds and info.version == 2 * rounds
     for request, response in zip(history[::2], history[1::2], strict=True):

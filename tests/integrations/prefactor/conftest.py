@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.storage import free_port
+from tests.storage import database_url, free_port, live, postgres_url, settings, store  # noqa: F401
 
 SDK_LINE = re.compile(r'^\s*(api_url|api_token)="([^"]+)",\s*$')
 
