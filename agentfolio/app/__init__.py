@@ -56,19 +56,17 @@ class Agentfolio:
 
         return cls(Store.open(settings or Settings.from_env()))
 
-<<<<<<< HEAD
     def readiness_problems(self) -> list[str]:
         """What keeps this application from serving requests now (none: ready)."""
         from agentfolio.store.health import readiness_problems
 
         return readiness_problems(self.store)
-=======
+
     def otlp_ingest(self, *, max_bytes: int, queue_size: int) -> OtlpIngest:
         """A receiver of OTLP span batches into this store (one per server: it holds the queue)."""
         from agentfolio.app.otlp import OtlpIngest
 
         return OtlpIngest(self.store, max_bytes=max_bytes, queue_size=queue_size)
->>>>>>> main
 
     def sweep_blobs(self) -> Any:
         """Remove stored blobs no entry points at (safe beside running writers)."""

@@ -12,11 +12,7 @@ import sys
 
 import typer
 
-<<<<<<< HEAD
-from agentfolio.cli import agents, body, database, documents, instances, serve, sessions, tokens
-=======
-from agentfolio.cli import agents, body, documents, governance, instances, serve, sessions, tokens, traces
->>>>>>> main
+from agentfolio.cli import agents, body, database, documents, governance, instances, serve, sessions, tokens, traces
 
 __all__ = ["app", "main"]
 
@@ -28,11 +24,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-<<<<<<< HEAD
-for group in (documents, sessions, tokens, agents, instances, body, serve, database):
-=======
-for group in (documents, sessions, tokens, agents, instances, governance, traces, body, serve):
->>>>>>> main
+for group in (documents, sessions, tokens, agents, instances, governance, traces, body, serve, database):
     group.register(app)
 
 

@@ -598,31 +598,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
 
     # -- traces and agents ----------------------------------------------------------
 
-<<<<<<< HEAD
-    @router.get("/traces")
-    @guarded
-    async def traces_page(request: Request, who: Who, agent: str = "", offset: int = 0) -> Response:
-        instances: list[dict[str, Any]] = []
-        pagination = None
-        if registry_data.has_registry(viewer.folio):
-            instances, pagination = await run_in_threadpool(registry_data.list_instances, viewer.folio, who.account,
-                                                            agent_id=agent or None, offset=max(0, offset))
-        opened_traces = await run_in_threadpool(viewer.opened.of_kind, who, "trace")
-        return viewer.page(request, "traces.html", who, nav="traces", traces=opened_traces,
-                           instances=instances, pagination=pagination, agent=agent,
-                           has_registry=registry_data.has_registry(viewer.folio))
-
-    @router.get("/traces/{instance_id}")
-    @guarded
-    async def trace_page(request: Request, who: Who, instance_id: str) -> Response:
-        if not registry_data.has_registry(viewer.folio):
-            return viewer.error(request, who, 404, "No store", "This viewer has no registry store.")
-        trace = await run_in_threadpool(registry_data.instance_trace, viewer.folio, who.account, instance_id)
-        return viewer.page(request, "trace.html", who, trace_title=f"Instance {instance_id}", trace=trace,
-                           nav="traces")
-=======
     trace_pages.add_routes(router, viewer, guarded)
->>>>>>> main
 
     @router.get("/agents")
     @guarded
@@ -678,14 +654,9 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         profile = None
         if registry_data.has_registry(viewer.folio):
             agents, _ = registry_data.list_agents(viewer.folio, who.account)
-<<<<<<< HEAD
-        return {"versions": viewer.opened.of_kind(who, "schema_version"), "agents": agents,
-                "risk_badges": agent_views.risk_badges}
-=======
             profile = registry_data.risk_profile(viewer.folio, who.account)
-        return {"versions": viewer.opened.of_kind(who.owner, "schema_version"), "agents": agents,
+        return {"versions": viewer.opened.of_kind(who, "schema_version"), "agents": agents,
                 "risk_badges": agent_views.risk_badges, "risk_profile": profile}
->>>>>>> main
 
     @router.post("/agents/compat")
     @guarded
