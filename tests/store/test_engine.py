@@ -36,12 +36,12 @@ def test_with_migrations_off_the_store_is_not_ready_until_upgraded(settings: Set
 def test_a_database_migrated_by_a_newer_agentfolio_is_used_as_it_is(settings: Settings) -> None:
     with Store.open(settings) as store:
         account = store.accounts.ensure("alice")
-        store.sessions.create(account, {"schemaVersion": "1.2.0", "data": {"conversationHistory": []}},
-                              session_id="kept")
+        store.sessions.of(account).create({"schemaVersion": "1.2.0", "data": {"conversationHistory": []}},
+                                          session_id="kept")
         with store.engine.begin() as connection:
             connection.execute(sa.text("UPDATE alembic_version SET version_num = '9999_from_the_future'"))
     with Store.open(settings) as store:  # migrates by default: must leave the newer schema alone
         status = schema_status(store.engine)
         assert (status.state, status.current) == ("ahead", "9999_from_the_future")
         assert readiness_problems(store) == []
-        assert [info.id for info in store.sessions.list(store.accounts.ensure("alice"))] == ["kept"]
+        assert [info.id for info in store.sessions.of(store.accounts.ensure("alice")).list()] == ["kept"]
