@@ -16,7 +16,7 @@ from agentfolio.store.engine import create_engine, migrate
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, StoreError, VersionConflict
 from agentfolio.store.jobs import Jobs
 from agentfolio.store.registry import RegistryStore
-from agentfolio.store.sessions import Appended, Created, SessionInfo, Sessions, SessionStore
+from agentfolio.store.sessions import Appended, Created, SessionCursor, SessionInfo, Sessions, SessionStore
 from agentfolio.store.tokens import Tokens
 from agentfolio.store.viewer_files import ViewerFiles
 
@@ -60,4 +60,4 @@ class Store:
 
 
 __all__ = ["Account", "Accounts", "AlreadyExists", "Appended", "Created", "InvalidInput", "NotFound",
-           "SessionInfo", "SessionStore", "Sessions", "Store", "StoreError", "VersionConflict"]
+           "SessionCursor", "SessionInfo", "SessionStore", "Sessions", "Store", "StoreError", "VersionConflict"]
