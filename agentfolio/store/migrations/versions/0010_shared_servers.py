@@ -1,8 +1,8 @@
 """Several servers on one database: files opened in the viewer are kept in the store (per
 account, bounded, expiring), and background jobs are taken by one server per period.
 
-Revision ID: 0009_shared_servers
-Revises: 0008_risk_profiles_alerts
+Revision ID: 0010_shared_servers
+Revises: 0009_flat_reads
 Create Date: 2026-12-02
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009_shared_servers"
-down_revision = "0008_risk_profiles_alerts"
+revision = "0010_shared_servers"
+down_revision = "0009_flat_reads"
 branch_labels = None
 depends_on = None
 
