@@ -189,6 +189,7 @@ registry_spans = sa.Table(
     sa.Index("ix_registry_spans_started", "account_pk", "started_at", "id"),
     sa.Index("ix_registry_spans_status", "account_pk", "status", "id"),
     sa.Index("ix_registry_spans_validation", "account_pk", "validation_status", "id"),
+    sa.Index("ix_registry_spans_validation_started", "account_pk", "validation_status", "started_at", "id"),
 )
 
 # Per trace (instance): how many spans, failed spans and spans failing validation, and

@@ -200,7 +200,7 @@ def test_upgrading_from_the_previous_head_indexes_what_is_stored(store: Store) -
     config = alembic_config()
     with store.engine.begin() as connection:
         config.attributes["connection"] = connection
-        command.downgrade(config, "0008_risk_profiles_alerts")
+        command.downgrade(config, "0008_risk_profiles_alerts")  # before 0009_flat_reads and 0010
     with store.engine.connect() as connection:
         names = set(sa.inspect(connection).get_table_names())
         assert "entries_fts" not in names
@@ -214,7 +214,8 @@ def test_upgrading_from_the_previous_head_indexes_what_is_stored(store: Store) -
         assert listed.pagination["item_count"] == 2
         with upgraded.engine.connect() as connection:
             indexes = {index["name"] for index in sa.inspect(connection).get_indexes("registry_spans")}
-        assert {"ix_registry_spans_started", "ix_registry_spans_validation", "ix_registry_spans_status"} <= indexes
+        assert {"ix_registry_spans_started", "ix_registry_spans_validation", "ix_registry_spans_status",
+                "ix_registry_spans_validation_started"} <= indexes
 
 
 def test_postgresql_searches_through_its_index(store: Store) -> None:
