@@ -1,9 +1,9 @@
 """Several servers on one database: files opened in the viewer are kept in the store (per
 account, bounded, expiring), and background jobs are taken by one server per period.
 
-Revision ID: 0010_shared_servers
-Revises: 0009_flat_reads
-Create Date: 2026-12-02
+Revision ID: 0011_shared_servers
+Revises: 0010_invalid_spans_by_start
+Create Date: 2026-11-27
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010_shared_servers"
-down_revision = "0009_flat_reads"
+revision = "0011_shared_servers"
+down_revision = "0010_invalid_spans_by_start"
 branch_labels = None
 depends_on = None
 
