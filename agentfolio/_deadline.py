@@ -7,8 +7,9 @@ a child process instead:
 * the child is killed (SIGKILL) at the deadline, so a caller never waits longer than it
   asked and a request whose client left does not keep a core busy;
 * the kernel bounds it too: CPU seconds (``RLIMIT_CPU``) and address space
-  (``RLIMIT_AS``); and it ends itself when the process that asked for it is gone (a
-  watchdog thread, plus ``PR_SET_PDEATHSIG`` on Linux for its direct parent), so nothing
+  (``RLIMIT_AS``: the memory budget on top of what the child starts with); and it ends
+  itself when the process that asked for it is gone (a watchdog thread, plus
+  ``PR_SET_PDEATHSIG`` on Linux for its direct parent), so nothing
   outlives a server that was stopped hard, even one whose fork server lingers;
 * :func:`cancel_all` kills every running child at once: a server calls it when asked to
   shut down, so no request holds the shutdown up (:func:`cancel_on_shutdown_signals`);
@@ -105,7 +106,19 @@ def _limit_self(cpu_seconds: int, memory_bytes: int) -> None:
         import resource
 
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        # The budget is on top of what the child already maps: a child forked from a big
+        # process (a long-running server, a test run) starts with all of its address space.
+        limit = _mapped_bytes() + memory_bytes
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _mapped_bytes() -> int:
+    """This process's address space now (0 where the system does not say)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _alive(pid: int) -> bool:

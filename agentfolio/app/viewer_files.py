@@ -1,6 +1,6 @@
 """Files opened in the viewer without being stored as sessions: kept for a while, per account.
 
-The viewer identifies a dropped file (:func:`agentfolio.app.documents.identify_bytes`)
+The viewer identifies a dropped file (:func:`agentfolio.app.documents.identify_all`)
 and keeps it here, so that its pages load a screen at a time from whichever server a
 load balancer picks.  Bounds and lifetime: :mod:`agentfolio.store.viewer_files`.
 """
@@ -21,9 +21,11 @@ class ViewerFileService:
     def __init__(self, store: Store) -> None:
         self._files = store.viewer_files
 
-    def keep(self, account: Account, data: bytes, identified: Identified) -> ViewerFile:
+    def keep(self, account: Account, data: bytes, identified: Identified, *, part: int = 0) -> ViewerFile:
+        """Keep the file for the account as the item ``identified`` (the ``part``-th of
+        :func:`agentfolio.app.documents.identify_all`)."""
         return self._files.add(account, data, name=identified.name, kind=identified.kind,
-                               detected=identified.detected, problem_count=len(identified.problems))
+                               detected=identified.detected, problem_count=len(identified.problems), part=part)
 
     def find(self, account: Account, token: str) -> ViewerFile | None:
         return self._files.find(account, token)

@@ -163,6 +163,8 @@ viewer_files = sa.Table(
     sa.Column("name", sa.String(200), nullable=False),
     sa.Column("kind", sa.String(50), nullable=False),
     sa.Column("detected", sa.String(200), nullable=True),
+    # Which of the items the file opens as (a span export opens as one per conversation).
+    sa.Column("part", sa.Integer, nullable=False, server_default="0"),
     sa.Column("problem_count", sa.Integer, nullable=False),
     sa.Column("size", sa.BigInteger, nullable=False),
     sa.Column("digest", sa.String(64), sa.ForeignKey("blobs.digest"), nullable=False),

@@ -44,14 +44,15 @@ class ViewerFile:
     kind: str
     detected: str | None
     problem_count: int
+    part: int
     size: int
     digest: str
     opened_at: float
 
 
 def _file(row: sa.Row) -> ViewerFile:  # type: ignore[type-arg]
-    return ViewerFile(row.token, row.name, row.kind, row.detected, row.problem_count, row.size, row.digest,
-                      row.opened_at)
+    return ViewerFile(row.token, row.name, row.kind, row.detected, row.problem_count, row.part, row.size,
+                      row.digest, row.opened_at)
 
 
 class ViewerFiles:
@@ -64,8 +65,9 @@ class ViewerFiles:
         self.lifetime = lifetime
 
     def add(self, account: Account, data: bytes, *, name: str, kind: str, detected: str | None,
-            problem_count: int, now: float | None = None) -> ViewerFile:
-        """Keep ``data`` for the account; the oldest of its files go past the bounds (the new one stays)."""
+            problem_count: int, part: int = 0, now: float | None = None) -> ViewerFile:
+        """Keep ``data`` for the account (``part``: which of the items it opens as); the oldest
+        of its files go past the bounds (the new one stays)."""
         now = time.time() if now is None else now
         scope = AccountScope(account.pk)
         digest = hashlib.sha256(data).hexdigest()
@@ -76,7 +78,7 @@ class ViewerFiles:
             lock_and_store(connection, self.blobs, {digest: data})
             connection.execute(scope.insert(viewer_files).values(
                 token=token, name=name[:200], kind=kind, detected=(detected or None) and detected[:200],
-                problem_count=problem_count, size=len(data), digest=digest, opened_at=now, used_at=now,
+                part=part, problem_count=problem_count, size=len(data), digest=digest, opened_at=now, used_at=now,
                 expires_at=now + self.lifetime))
             others = connection.execute(scope.select(viewer_files, viewer_files.c.pk, viewer_files.c.size)
                                         .where(viewer_files.c.token != token, viewer_files.c.expires_at > now)
@@ -89,7 +91,7 @@ class ViewerFiles:
                 kept.append(row.pk)
             drop = scope.delete(viewer_files).where(viewer_files.c.token != token)
             connection.execute(drop.where(viewer_files.c.pk.not_in(kept)) if kept else drop)
-        return ViewerFile(token, name[:200], kind, detected, problem_count, len(data), digest, now)
+        return ViewerFile(token, name[:200], kind, detected, problem_count, part, len(data), digest, now)
 
     def find(self, account: Account, token: str, *, now: float | None = None) -> ViewerFile | None:
         """The account's file of that token (None when it has none, or no more); looking

@@ -41,7 +41,7 @@ from agentfolio.errors import AgentfolioError
 from agentfolio.formats import durable_state
 from agentfolio.formats.errors import FormatError, Problem
 from agentfolio.formats.jsonio import gc_paused
-from agentfolio.present import activity
+from agentfolio.present import activity, compare
 from agentfolio.present.search import SessionIndex
 from agentfolio.web import agents as agent_views
 from agentfolio.web import html, registry_data
@@ -613,8 +613,9 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         if len(data) > MAX_UPLOAD_BYTES:
             return viewer.error(request, who, 413, "File too large",
                                 f"The viewer opens files up to {MAX_UPLOAD_BYTES:,} bytes.")
-        opened = await run_in_threadpool(viewer.opened.open, data, name[:200], who)
-        target = f"{viewer.prefix}/open/{opened.token}"
+        items = await run_in_threadpool(viewer.opened.open_all, data, name[:200], who)
+        # A span export with several conversations opens each; the open page lists them.
+        target = f"{viewer.prefix}/open/{items[0].token}" if len(items) == 1 else f"{viewer.prefix}/open"
         if request.headers.get("hx-request"):
             return Response(status_code=204, headers={"HX-Redirect": target})
         return RedirectResponse(target, status_code=303)
@@ -784,8 +785,9 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
 
     @router.get("/compare")
     @guarded
-    async def compare_page(request: Request, who: Who, a: str = "", b: str = "") -> Response:
+    async def compare_page(request: Request, who: Who, a: str = "", b: str = "", changes: int = 0) -> Response:
         sides: list[tuple[str, Conversation | tuple[str, Any]]] = []
+        sources: list[Source] = []
         problems = []
         for label, ref in (("left", a), ("right", b)):
             if not ref:
@@ -794,6 +796,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
             if found is None:
                 problems.append(f"{label}: no session or open file {ref!r}")
             elif isinstance(found, Source):
+                sources.append(found)
                 sides.append(("session", found.conversation(prefix="L-" if label == "left" else "R-")))
             elif isinstance(found, tuple):
                 sides.append(("trace", found))
@@ -802,16 +805,27 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
                 sides.append(("trace", (found.name, trace)))
             else:
                 problems.append(f"{label}: {found.name} is a {found.detected or found.kind}, not a session or a trace")
-        choices = [(f"file:{item.token}", f"{item.name} (opened {item.detected})")
-                   for item in await run_in_threadpool(viewer.opened.of_kind, who, "session", "trace")]
-        if viewer.folio is not None:
-            stored = await run_in_threadpool(viewer.folio.sessions.list, who.account, limit=50)
-            choices += [(info.id, f"{info.id}" + (f" ({info.agent})" if info.agent else "")) for info in stored]
-        if registry_data.has_registry(viewer.folio):
-            recent, _ = await run_in_threadpool(registry_data.list_instances, viewer.folio, who.account, page_size=20)
-            choices += [(f"instance:{item['id']}", f"instance {item['id']} ({item['status']})") for item in recent]
+        comparison = None
+        if len(sources) == 2:
+            comparison = await run_in_threadpool(compare_views, sources[0], sources[1], bool(changes))
+        choices = await run_in_threadpool(_compare_choices, who)
         return viewer.page(request, "compare.html", who, nav="compare", sides=sides, problems=problems,
-                           a=a, b=b, choices=choices)
+                           a=a, b=b, choices=choices, comparison=comparison, changes=bool(changes))
+
+    def _compare_choices(who: Who) -> list[tuple[str, list[tuple[str, str]]]]:
+        """What either side can be, grouped: opened files, stored sessions, agent instances."""
+        groups: list[tuple[str, list[tuple[str, str]]]] = [
+            ("Opened files", [(f"file:{item.token}", f"{item.name} ({item.detected})")
+                              for item in viewer.opened.of_kind(who, "session", "trace")])]
+        if viewer.folio is not None:
+            stored = viewer.folio.sessions.list(who.account, limit=100)
+            groups.append(("Stored sessions", [(info.id, info.id + (f" · {info.agent}" if info.agent else "")
+                                                + f" · {info.entry_count:,} entries") for info in stored]))
+        if registry_data.has_registry(viewer.folio):
+            recent, _ = registry_data.list_instances(viewer.folio, who.account, page_size=20)
+            groups.append(("Agent instances", [(f"instance:{item['id']}", f"{item['id']} · {item['status']}")
+                                               for item in recent]))
+        return [(name, items) for name, items in groups if items]
 
     return router
 
@@ -853,6 +867,53 @@ def _conversation(window: Callable[[int, int], Source], find: Callable[..., Sequ
     stop = only[-1] + 1
     return window(first, stop - first).conversation(first, prefix=prefix, stop=stop, only=only, show=show,
                                                      earlier=False, more=paging.more)
+
+
+#: Most entries of each side a comparison aligns (the rest is left out, and says so).
+COMPARE_ENTRIES = 2000
+
+
+@dataclass
+class ComparedRow:
+    status: str
+    left: html.EntryView | None
+    right: html.EntryView | None
+    changes: list[Any] | None = None
+
+
+@dataclass
+class Comparison:
+    left_title: str
+    right_title: str
+    rows: list[ComparedRow]
+    counts: dict[str, int]
+    cut: bool
+
+
+def compare_views(left: Source, right: Source, only_changes: bool = False) -> Comparison:
+    """Two sessions' turns aligned, each changed pair with a word diff of what it says."""
+    left_entries = left.view.session.entries[:COMPARE_ENTRIES]
+    right_entries = right.view.session.entries[:COMPARE_ENTRIES]
+    aligned = compare.align_turns(left_entries, right_entries)
+    counts = {status: sum(row.status == status for row in aligned) for status in ("same", "changed", "left", "right")}
+    rows = []
+    for row in aligned:
+        if only_changes and row.status == "same":
+            continue
+        shown = ComparedRow(row.status, _one_entry(left.view, row.left), _one_entry(right.view, row.right))
+        if row.status == "changed" and row.left is not None and row.right is not None:
+            shown.changes = compare.word_diff(compare.turn_text(left_entries[row.left]),
+                                              compare.turn_text(right_entries[row.right]))
+        rows.append(shown)
+    cut = len(left.view.session.entries) > COMPARE_ENTRIES or len(right.view.session.entries) > COMPARE_ENTRIES
+    return Comparison(left.title, right.title, rows, counts, cut)
+
+
+def _one_entry(view: html.SessionView, index: int | None) -> html.EntryView | None:
+    if index is None:
+        return None
+    found = html.entry_views(view, index, index + 1)
+    return found[0] if found else None
 
 
 def _local(target: str, prefix: str) -> str:

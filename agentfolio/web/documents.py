@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentfolio._cache import Lru
-from agentfolio.app.documents import Identified, identify_bytes
+from agentfolio.app.documents import Identified, identify_all, identify_bytes
 
-__all__ = ["Opened", "OpenedFiles", "OpenedStore", "StoredOpenedFiles", "open_bytes"]
+__all__ = ["Opened", "OpenedFiles", "OpenedStore", "StoredOpenedFiles", "open_all", "open_bytes"]
 
 
 @dataclass(kw_only=True)
@@ -41,20 +41,25 @@ class Opened(Identified):
         return len(self.problems)
 
 
-def open_bytes(data: bytes, *, name: str, owner: Any, token: str | None = None) -> Opened:
-    found = identify_bytes(data, name=name)
-    return _opened(found, owner=owner, token=token or secrets.token_urlsafe(16))
+def open_bytes(data: bytes, *, name: str, owner: Any) -> Opened:
+    return _opened(identify_bytes(data, name=name), owner=owner)
 
 
-def _opened(found: Identified, *, owner: Any, token: str) -> Opened:
+def open_all(data: bytes, *, name: str, owner: Any) -> list[Opened]:
+    """Everything a file opens as: one item, or one per conversation of a span export."""
+    return [_opened(found, owner=owner) for found in identify_all(data, name=name)]
+
+
+def _opened(found: Identified, *, owner: Any, token: str | None = None) -> Opened:
     values = {f.name: getattr(found, f.name) for f in dataclasses.fields(Identified)}
-    return Opened(**values, token=token, owner=owner)
+    return Opened(**values, token=token or secrets.token_urlsafe(16), owner=owner)
 
 
 class OpenedStore(Protocol):
     """Where the viewer keeps opened files; ``who`` is the viewer's ``Who`` (account, owner)."""
 
-    def open(self, data: bytes, name: str, who: Any) -> Opened: ...
+    def open_all(self, data: bytes, name: str, who: Any) -> list[Opened]:
+        """Keep what the file opens as (:func:`open_all`): one item, or one per conversation."""
 
     def get(self, token: str, who: Any) -> Opened | None: ...
 
@@ -73,8 +78,8 @@ class OpenedFiles:
         self._by_owner: OrderedDict[Any, OrderedDict[str, Opened]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def open(self, data: bytes, name: str, who: Any) -> Opened:
-        return self.add(open_bytes(data, name=name, owner=who.owner))
+    def open_all(self, data: bytes, name: str, who: Any) -> list[Opened]:
+        return [self.add(opened) for opened in open_all(data, name=name, owner=who.owner)]
 
     def add(self, opened: Opened) -> Opened:
         with self._lock:
@@ -112,11 +117,15 @@ class StoredOpenedFiles:
         self._parsed: Lru[tuple[int, str], Opened] = Lru(cache_files, max_weight=cache_bytes,
                                                          weigh=lambda opened: opened.size)
 
-    def open(self, data: bytes, name: str, who: Any) -> Opened:
-        found = identify_bytes(data, name=name)
-        kept = self.files.keep(who.account, data, found)
-        opened = _opened(found, owner=who.owner, token=kept.token)
-        return self._parsed.put((who.account.pk, kept.token), opened)
+    def open_all(self, data: bytes, name: str, who: Any) -> list[Opened]:
+        # A span export opens as one item per conversation: each is kept as the same bytes
+        # with its place in the file, so another server parsing them picks the same one.
+        opened = []
+        for part, found in enumerate(identify_all(data, name=name)):
+            kept = self.files.keep(who.account, data, found, part=part)
+            opened.append(self._parsed.put((who.account.pk, kept.token),
+                                           _opened(found, owner=who.owner, token=kept.token)))
+        return opened
 
     def get(self, token: str, who: Any) -> Opened | None:
         found = self.files.find(who.account, token)  # the store says whether it is still there, for this account
@@ -128,7 +137,12 @@ class StoredOpenedFiles:
             data = self.files.read(found)
             if data is None:
                 return None
-            opened = self._parsed.put(key, open_bytes(data, name=found.name, owner=who.owner, token=token))
+            parts = identify_all(data, name=found.name)
+            if found.part >= len(parts):
+                return None
+            # The name it was kept under (a conversation's label names its file already).
+            item = dataclasses.replace(parts[found.part], name=found.name)
+            opened = self._parsed.put(key, _opened(item, owner=who.owner, token=token))
         return opened
 
     def of_kind(self, who: Any, *kinds: str) -> list[Any]:

@@ -61,7 +61,11 @@ class Console:
     def screenshot(self, name: str) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         path = SCREENSHOTS / f"{name}.png"
+        # A whole-page picture from the top, so sticky bars are drawn where they belong.
+        scrolled = self.page.evaluate("() => [window.scrollX, window.scrollY]")
+        self.page.evaluate("() => window.scrollTo(0, 0)")
         self.page.screenshot(path=str(path), full_page=True)
+        self.page.evaluate("([x, y]) => window.scrollTo(x, y)", scrolled)
         return path
 
 

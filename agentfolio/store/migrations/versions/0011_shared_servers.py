@@ -28,6 +28,7 @@ def upgrade() -> None:
         sa.Column("name", sa.String(200), nullable=False),
         sa.Column("kind", sa.String(50), nullable=False),
         sa.Column("detected", sa.String(200), nullable=True),
+        sa.Column("part", sa.Integer, nullable=False, server_default="0"),
         sa.Column("problem_count", sa.Integer, nullable=False),
         sa.Column("size", sa.BigInteger, nullable=False),
         sa.Column("digest", sa.String(64), nullable=False),
