@@ -35,6 +35,8 @@ from prometheus_client import (
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agentfolio._deadline import process_alive
+
 __all__ = ["BACKGROUND_JOB_RUNS", "MetricsMiddleware", "exposition", "may_read_metrics"]
 
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -126,19 +128,9 @@ def exposition() -> tuple[bytes, str]:
 
     for path in Path(folder).glob("gauge_live*_*.db"):  # workers that exited count no more
         match = _DEAD_GAUGE.fullmatch(path.name)
-        if match and not _alive(int(match[1])):
+        if match and not process_alive(int(match[1])):
             multiprocess.mark_process_dead(int(match[1]), folder)  # type: ignore[no-untyped-call]
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, folder)  # type: ignore[no-untyped-call]
     return generate_latest(registry), CONTENT_TYPE_LATEST
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
