@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 from agentfolio.errors import AgentfolioError
 
 __all__ = ["DeadlineExceededError", "ShuttingDownError", "WorkerFailedError", "cancel_all",
-           "cancel_on_shutdown_signals", "run_with_deadline", "warm_up"]
+           "cancel_on_shutdown_signals", "process_alive", "run_with_deadline", "warm_up"]
 
 T = TypeVar("T")
 
@@ -121,7 +121,8 @@ def _mapped_bytes() -> int:
         return 0
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of that id is running (one of another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -134,7 +135,7 @@ def _alive(pid: int) -> bool:
 def _watch_owner(owner: int) -> None:
     """In the child: end at once when the process that asked for this work is gone."""
     def watch() -> None:
-        while _alive(owner):
+        while process_alive(owner):
             time.sleep(_POLL_SECONDS * 4)
         os._exit(1)
 
@@ -245,6 +246,11 @@ def cancel_all() -> None:
         with contextlib.suppress(Exception):
             if process.is_alive():
                 process.kill()
+
+
+def shutting_down() -> bool:
+    """Whether a shutdown signal arrived (a server then answers not ready)."""
+    return _shutting_down.is_set()
 
 
 def reset_after_shutdown() -> None:
