@@ -48,7 +48,7 @@ from agentfolio.web import html, registry_data
 from agentfolio.web import traces as trace_pages
 from agentfolio.web.charts import usage_charts
 from agentfolio.web.csrf import refuse_cross_site
-from agentfolio.web.documents import Opened, OpenedFiles, open_all
+from agentfolio.web.documents import Opened, OpenedFiles, OpenedStore, StoredOpenedFiles
 from agentfolio.web.traces import trace_from_document
 
 COOKIE = "agentfolio_session"
@@ -201,7 +201,7 @@ class WebViewer:
     folio: Any = None
     account: Any = None
     prefix: str = ""
-    opened: OpenedFiles = field(default_factory=OpenedFiles)
+    opened: OpenedStore = field(default_factory=OpenedFiles)
     sessions: _Lru = field(default_factory=lambda: _Lru(8))
     locks: dict[Any, threading.Lock] = field(default_factory=dict)
     locks_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -326,7 +326,7 @@ class WebViewer:
             except AgentfolioError:
                 return None
         if ref.startswith("file:"):
-            opened = self.opened.get(ref[5:], who.owner)
+            opened = self.opened.get(ref[5:], who)
             if opened is None:
                 return None
             return self.opened_source(opened) if opened.kind == "session" else opened
@@ -372,9 +372,11 @@ def _parse_local_time(value: str | None) -> float | None:
 
 
 def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "",
-                      opened: OpenedFiles | None = None) -> APIRouter:
+                      opened: OpenedStore | None = None) -> APIRouter:
     """The viewer's routes; include it in an app (``app.include_router(router)``)."""
-    viewer = WebViewer(folio=folio, account=account, prefix=prefix.rstrip("/"), opened=opened or OpenedFiles())
+    if opened is None:
+        opened = StoredOpenedFiles(folio) if folio is not None else OpenedFiles()
+    viewer = WebViewer(folio=folio, account=account, prefix=prefix.rstrip("/"), opened=opened)
     router = APIRouter(prefix=viewer.prefix, include_in_schema=False, dependencies=[Depends(refuse_cross_site)])
     for name in ("session.html", "entries_fragment.html", "sessions.html", "trace.html", "agents.html"):
         html.environment().get_template(name)  # compiled now, not on someone's first page
@@ -586,9 +588,9 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/open")
     @guarded
     async def open_page(request: Request, who: Who) -> Response:
-        return viewer.page(request, "open.html", who, nav="open",
-                           recent=viewer.opened.of_kind(who.owner, "session", "trace", "schema_version", "body",
-                                                        "body_schema", "invalid")[:20])
+        recent = await run_in_threadpool(viewer.opened.of_kind, who, "session", "trace", "schema_version", "body",
+                                         "body_schema", "invalid")
+        return viewer.page(request, "open.html", who, nav="open", recent=recent[:20])
 
     @router.post("/open")
     @guarded
@@ -611,9 +613,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         if len(data) > MAX_UPLOAD_BYTES:
             return viewer.error(request, who, 413, "File too large",
                                 f"The viewer opens files up to {MAX_UPLOAD_BYTES:,} bytes.")
-        items = await run_in_threadpool(open_all, data, name=name[:200], owner=who.owner)
-        for opened in items:
-            viewer.opened.add(opened)
+        items = await run_in_threadpool(viewer.opened.open_all, data, name[:200], who)
         # A span export with several conversations opens each; the open page lists them.
         target = f"{viewer.prefix}/open/{items[0].token}" if len(items) == 1 else f"{viewer.prefix}/open"
         if request.headers.get("hx-request"):
@@ -623,10 +623,10 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/open/{token}")
     @guarded
     async def opened_page(request: Request, who: Who, token: str, start: int = 0, show: str = "") -> Response:
-        opened = viewer.opened.get(token, who.owner)
+        opened = await run_in_threadpool(viewer.opened.get, token, who)
         if opened is None:
             return viewer.error(request, who, 404, "Not open any more",
-                                "Files opened in the viewer are kept in memory for a while only; open it again.")
+                                "Files opened in the viewer are kept for a day after their last look; open it again.")
         return await run_in_threadpool(_render_opened, request, who, opened, start, show)
 
     @router.get("/open/{token}/entries")
@@ -634,7 +634,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     async def opened_entries(request: Request, who: Who, token: str, start: int = 0, prefix: str = "",
                              page: int = html.PAGE_ENTRIES, show: str = "", earlier: int = 0,
                              more: int = 1) -> Response:
-        opened = viewer.opened.get(token, who.owner)
+        opened = await run_in_threadpool(viewer.opened.get, token, who)
         if opened is None or opened.kind != "session":
             return HTMLResponse("", status_code=404, headers=SECURITY_HEADERS)
         paging = Paging(max(0, start), page, show, prefix, bool(earlier), bool(more))
@@ -644,7 +644,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/open/{token}/find")
     @guarded
     async def opened_find(request: Request, who: Who, token: str, q: str = "", show: str = "") -> Response:
-        opened = viewer.opened.get(token, who.owner)
+        opened = await run_in_threadpool(viewer.opened.get, token, who)
         if opened is None or opened.kind != "session":
             return HTMLResponse("", status_code=404, headers=SECURITY_HEADERS)
         text = _find_text(q)
@@ -673,7 +673,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/open/{token}/export.html")
     @guarded
     async def opened_export(request: Request, who: Who, token: str) -> Response:
-        opened = viewer.opened.get(token, who.owner)
+        opened = await run_in_threadpool(viewer.opened.get, token, who)
         if opened is None or opened.kind != "session":
             return viewer.error(request, who, 404, "Not open any more", "Open the file again to export it.")
         return _export(viewer.opened_source(opened))
@@ -762,7 +762,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         if registry_data.has_registry(viewer.folio):
             agents, _ = registry_data.list_agents(viewer.folio, who.account)
             profile = registry_data.risk_profile(viewer.folio, who.account)
-        return {"versions": viewer.opened.of_kind(who.owner, "schema_version"), "agents": agents,
+        return {"versions": viewer.opened.of_kind(who, "schema_version"), "agents": agents,
                 "risk_badges": agent_views.risk_badges, "risk_profile": profile}
 
     @router.post("/agents/compat")
@@ -816,7 +816,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         """What either side can be, grouped: opened files, stored sessions, agent instances."""
         groups: list[tuple[str, list[tuple[str, str]]]] = [
             ("Opened files", [(f"file:{item.token}", f"{item.name} ({item.detected})")
-                              for item in viewer.opened.of_kind(who.owner, "session", "trace")])]
+                              for item in viewer.opened.of_kind(who, "session", "trace")])]
         if viewer.folio is not None:
             stored = viewer.folio.sessions.list(who.account, limit=100)
             groups.append(("Stored sessions", [(info.id, info.id + (f" · {info.agent}" if info.agent else "")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.storage import database_url, postgres_url, settings  # noqa: F401
 from tests.web.browser import SCREENSHOTS, chromium, chromium_problem, running_server, write_gallery
 
 
