@@ -85,22 +85,10 @@ PHONE = ["sessions", "session-showcase", "traces", "trace-with-detail", "compare
 
 @pytest.fixture(params=["light", "dark"])
 def scheme_page(request: Any, browser: Any, server: str) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=server,
-                                  color_scheme=request.param)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
+    from tests.web.conftest import DESKTOP, console_page
 
-
-@pytest.fixture
-def phone_page(browser: Any, server: str) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 390, "height": 844}, base_url=server, is_mobile=True,
-                                  has_touch=True, device_scale_factor=2)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
+    with console_page(browser, base_url=server, color_scheme=request.param, **DESKTOP) as opened:
+        yield opened
 
 
 @pytest.mark.parametrize("name", list(PAGES))
@@ -110,6 +98,6 @@ def test_no_serious_accessibility_violations(scheme_page: Any, name: str) -> Non
 
 
 @pytest.mark.parametrize("name", PHONE)
-def test_no_serious_accessibility_violations_at_phone_width(phone_page: Any, name: str) -> None:
-    PAGES[name](phone_page)
-    assert_accessible(phone_page)
+def test_no_serious_accessibility_violations_at_phone_width(phone: Any, name: str) -> None:
+    PAGES[name](phone)
+    assert_accessible(phone)

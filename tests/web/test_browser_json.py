@@ -29,16 +29,11 @@ STATE = {"schemaVersion": "1.1.0", "data": {"conversationHistory": [
 
 @pytest.fixture
 def clip(browser: Any, server: str) -> Iterator[Any]:
-    from tests.web.conftest import Console
+    from tests.web.conftest import DESKTOP, console_page
 
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=server)
-    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
-    opened = context.new_page()
-    opened.console = Console(opened)
-    try:
+    with console_page(browser, base_url=server, **DESKTOP) as opened:
+        opened.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
         yield opened
-    finally:
-        context.close()
 
 
 def clipboard(page: Any) -> str:

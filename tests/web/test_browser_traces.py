@@ -32,15 +32,10 @@ def trace_server() -> Iterator[str]:
 
 @pytest.fixture
 def tpage(browser: Any, trace_server: str) -> Iterator[Any]:
-    from tests.web.conftest import Console
+    from tests.web.conftest import console_page
 
-    context = browser.new_context(viewport={"width": 1500, "height": 950}, base_url=trace_server)
-    opened = context.new_page()
-    opened.console = Console(opened)
-    try:
+    with console_page(browser, viewport={"width": 1500, "height": 950}, base_url=trace_server) as opened:
         yield opened
-    finally:
-        context.close()
 
 
 def ready(page: Any, path: str) -> None:
