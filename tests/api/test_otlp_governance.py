@@ -11,10 +11,16 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
+from agentfolio import _json
+from agentfolio.app.registry import Principal
+from agentfolio.app.traces import TraceService
+from agentfolio.registry.sensitive import decode_at_rest
 from agentfolio.settings import Settings
 from agentfolio.store import Store
-from tests.otlp_support import get, provider, serving, spans_of
+from agentfolio.store.registry_tables import registry_spans
+from tests.otlp_support import get, provider, serving, spans_of, wait_for_session
 
 CHAT, TOOL, AGENT = "chat gpt-4o", "execute_tool send_email", "invoke_agent Mailer"
 
@@ -111,3 +117,57 @@ def test_otel_span_types_are_governed_like_prefactor_ones(served: tuple[str, str
     # too, as it was for the version the user created.
     alerts = get(url, token, "/api/v1/alerts", kind="critical_risk_combination")["summaries"]
     assert {alert["agent_schema_version_id"] for alert in alerts} == {declared["id"], extended["id"]}
+
+
+def test_sensitive_values_in_otel_spans_are_kept_encoded_and_answered_masked(served: tuple[str, str],
+                                                                              store: Store) -> None:
+    """A ``$sensitive`` wrapper an exporter sends in a span's attributes (the SDK sends a
+    dict as a key-value list) is kept encoded at rest and answered masked, as in a span
+    created through the Prefactor API: in the span, its trace and its conversation."""
+    url, token = served
+    secret = {"$sensitive": "string", "value": "jane@example.com", "labels": ["email", "pii"]}
+    shown = {"$sensitive": "string", "labels": ["email", "pii"], "masked": True}
+    made = provider(url, token, service="mail-service")
+    tracer = made.get_tracer("tests.governance")
+    asked = [{"role": "user", "parts": [{"type": "text", "content": "Mail my results to Jane"}]}]
+    answered = [{"role": "assistant", "finish_reason": "tool_call", "parts": [
+        {"type": "tool_call", "id": "call-1", "name": "send_email", "arguments": {"to": secret}}]}]
+    with tracer.start_as_current_span(AGENT, attributes={"gen_ai.operation.name": "invoke_agent",
+                                                         "gen_ai.agent.name": "Mailer"}) as root:
+        with tracer.start_as_current_span(CHAT, attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                "gen_ai.input.messages": json.dumps(asked), "gen_ai.output.messages": answered}):  # type: ignore[dict-item]
+            pass
+        with tracer.start_as_current_span(TOOL, attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "send_email",
+                "gen_ai.tool.call.arguments": {"to": secret}}):  # type: ignore[dict-item]
+            pass
+        trace_id = format(root.get_span_context().trace_id, "032x")
+    made.force_flush()
+    made.shutdown()
+
+    instance = _instance(url, token, trace_id)
+    spans = {span["schema_name"]: span for span in spans_of(url, token, agent_instance_id=instance["id"])}
+    tool, chat, agent = spans[TOOL], spans[CHAT], spans[AGENT]
+    assert tool["sensitive_encoding"] and chat["sensitive_encoding"] and not agent["sensitive_encoding"]
+    assert tool["payload"]["attributes"]["gen_ai.tool.call.arguments"] == {"to": shown}
+    assert chat["payload"]["attributes"]["gen_ai.output.messages"][0]["parts"][0]["arguments"] == {"to": shown}
+    # At rest: encoded, never the plain value, and nothing lost.
+    with store.engine.connect() as connection:
+        stored = dict(connection.execute(sa.select(registry_spans.c.id, registry_spans.c.payload)
+                                         .where(registry_spans.c.instance_id == instance["id"])).all())
+    assert not any(b"jane@example.com" in bytes(raw) for raw in stored.values())
+    at_rest = decode_at_rest(_json.loads(bytes(stored[tool["id"]])))
+    assert at_rest["attributes"]["gen_ai.tool.call.arguments"] == {"to": secret}
+    # Every answer shows it masked: the span, the trace and the conversation built from it.
+    session = wait_for_session(url, token, f"otel:trace:{trace_id}", 2)
+    answers = [session, get(url, token, f"/api/v1/agent_spans/{tool['id']}"),
+               get(url, token, f"/api/v1/agent_spans/{chat['id']}"),
+               spans_of(url, token, agent_instance_id=instance["id"], include_summaries="true")]
+    traces, principal = TraceService(store), Principal(store.accounts.ensure("governance"))
+    drawn = traces.conversations(principal, instance["id"], [chat["id"], tool["id"]])
+    answers += [drawn[chat["id"]].session.model_dump(mode="json"),
+                traces.span(principal, instance["id"], tool["id"]).model_dump(mode="json")]
+    for answer in answers:  # neither plain nor encoded (encoding is reversible: not for answers)
+        assert "jane@example.com" not in json.dumps(answer) and '"encoded"' not in json.dumps(answer)
+    assert '"masked": true' in json.dumps(session)
