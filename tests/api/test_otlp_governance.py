@@ -99,6 +99,18 @@ def test_otel_span_types_are_governed_like_prefactor_ones(served: tuple[str, str
     scored = spans_of(url, token, agent_instance_id=second["id"], include_risk_level="true")
     tool_span = next(span for span in scored if span["schema_name"] == TOOL)
     assert tool_span["risk_score"] > 0
+    # Exactly as for a Prefactor run under the same version: the same scores and levels.
+    run = _post(url, token, "/api/v1/agent_instance/register", {
+        "agent_id": agent["id"], "agent_version": {"name": "Mailer"}, "idempotency_key": "prefactor-run-1"})
+    assert run["agent_schema_version_id"] == declared["id"]
+    for name in (AGENT, CHAT, TOOL):
+        _post(url, token, "/api/v1/agent_spans", {"details": {
+            "agent_instance_id": run["id"], "schema_name": name, "status": "active", "payload": {}}})
+    prefactor = get(url, token, f"/api/v1/agent_instance/{run['id']}", include_risk_level="true")["details"]
+    assert (prefactor["risk_score"], prefactor["risk_level"]) == (level["risk_score"], level["risk_level"])
+    prefactor_spans = spans_of(url, token, agent_instance_id=run["id"], include_risk_level="true")
+    assert sorted((span["schema_name"], span["risk_score"], span["risk_level"]) for span in prefactor_spans) \
+        == sorted((span["schema_name"], span["risk_score"], span["risk_level"]) for span in scored)
 
     # A span type seen only later extends the declared version: the declared risks stay.
     made = provider(url, token, service="mail-service")
