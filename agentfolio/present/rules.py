@@ -246,6 +246,38 @@ def segment_kind(content: object) -> str:
     return "raw"
 
 
+def flows_inline(content: object, kind: str) -> bool:
+    """Whether a segment reads as part of the sentence around it: a template variable
+    always, a text when it is one short paragraph.  A run of such segments with a variable
+    in it is drawn as one paragraph, each variable in its place in the text."""
+    if kind == "static_var":
+        return True
+    if kind != "text":
+        return False
+    text = getattr(content, "text", None) or ""
+    return len(text) <= 1000 and "\n\n" not in text.strip() and not text.lstrip().startswith(_BLOCK_STARTS)
+
+
+#: How markdown that is more than a paragraph starts (a heading, a list, a quote, a table, code).
+_BLOCK_STARTS = ("#", "-", "*", ">", "|", "```", "1.")
+
+
+def inline_runs(kinds_and_flows: list[tuple[str, bool]]) -> list[tuple[int, int]]:
+    """The ``(start, stop)`` runs of segments drawn as one paragraph: consecutive segments
+    that flow inline, at least one a variable and one not."""
+    runs: list[tuple[int, int]] = []
+    start = 0
+    while start < len(kinds_and_flows):
+        stop = start
+        while stop < len(kinds_and_flows) and kinds_and_flows[stop][1]:
+            stop += 1
+        kinds = {kind for kind, _ in kinds_and_flows[start:stop]}
+        if "static_var" in kinds and len(kinds) > 1:
+            runs.append((start, stop))
+        start = stop + 1
+    return runs
+
+
 def is_folded(content: object, kind: str | None = None) -> bool:
     """Whether a segment starts folded: what the record asked for, else the kind's default."""
     presentation = getattr(content, "presentation", None)
