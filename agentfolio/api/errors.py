@@ -28,7 +28,6 @@ from fastapi.responses import Response
 from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import get_route_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentfolio import _json
@@ -224,7 +223,8 @@ def allowed_methods(request: Request) -> list[str]:
 
     The router's own 405 names only the first route that matched the path, while a path
     such as ``/api/v1/agent`` has one route for GET and another for POST."""
-    path = get_route_path(request.scope)
+    path, root = request.scope["path"], request.scope.get("root_path", "")
+    path = path[len(root):] if root and path.startswith(root) else path  # as the router matches it
     methods: set[str] = set()
     for route in iter_route_contexts(request.app.routes):
         pattern = getattr(route, "path_regex", None)
