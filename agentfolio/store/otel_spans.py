@@ -36,7 +36,13 @@ from agentfolio.otel.span_types import otel_span_type
 from agentfolio.registry import ids
 from agentfolio.registry.schema_versions import SchemaVersionDraft
 from agentfolio.registry.sensitive import encode_at_rest, load_masked, masked, mentions_sensitive
-from agentfolio.registry.spans import PARENT_MISSING, SENSITIVE_CHECKED, CompiledSchemaVersion, within_run
+from agentfolio.registry.spans import (
+    PARENT_MISSING,
+    SENSITIVE_CHECKED,
+    CompiledSchemaVersion,
+    SpanValidation,
+    within_run,
+)
 from agentfolio.store.accounts import Account
 from agentfolio.store.engine import read_transaction, write_transaction
 from agentfolio.store.errors import StoreError
@@ -94,6 +100,9 @@ class WrittenSpans:
     #: (agent id, schema version id) of every schema version this write created (span
     #: types seen for the first time): governance raises the alerts they call for.
     schema_versions: list[tuple[str, str]] = field(default_factory=list)
+    #: Spans found invalid for more than a parent not seen yet (the row's ids and type, and
+    #: why): governance raises the alert each calls for, as for a Prefactor API span.
+    invalid: list[tuple[dict[str, Any], SpanValidation]] = field(default_factory=list)
 
 
 def now_us() -> int:
@@ -410,6 +419,9 @@ class _Write:
                 "validation": None if validation.status == "valid" else orjson.dumps(validation.to_json()),
                 "session_id": mapped.session_id, "started_at": mapped.started_us, "finished_at": mapped.finished_us,
                 "inserted_at": self.stamp, "updated_at": self.stamp})
+            if any(problem.part != "parent_span_id" for problem in validation.problems):  # a parent comes later
+                result.invalid.append(({"id": row_id, "agent_id": agent_id, "instance_id": instance_id,
+                                        "schema_name": mapped.schema_name}, validation))
             result.instances.add((agent_id, instance_id))
             result.added.setdefault(mapped.session_id, []).append(payload)
             earliest = result.agents.get(mapped.session_id)
