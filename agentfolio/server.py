@@ -50,6 +50,10 @@ def create_server(settings: Settings | None = None, *, folio: Agentfolio | None 
             tasks.append(asyncio.create_task(_expire_forever(application)))
         if settings.blob_sweep_interval > 0:
             tasks.append(asyncio.create_task(_sweep_blobs_forever(application, settings.blob_sweep_interval)))
+        # OTel conversations queued by any server (or left by one that stopped) are taken
+        # in here too: every server drains the one queue.
+        conversations = application.conversation_worker()
+        conversations.start()
         # uvicorn has installed its signal handlers by now; ours run first.
         restore_signals = _deadline.cancel_on_shutdown_signals()
         _deadline.reset_after_shutdown()
@@ -64,6 +68,7 @@ def create_server(settings: Settings | None = None, *, folio: Agentfolio | None 
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await asyncio.to_thread(conversations.stop)
             if owned:
                 application.close()
 
