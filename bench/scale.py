@@ -22,6 +22,12 @@ Sections:
   through the API would take the run's whole time), per backend and path.
 * ``latency``: p95 of ``--batch``-span bulk requests from one client, then from
   ``--clients`` clients at once (one server, ``--workers`` workers), per backend.
+* ``reads``: span lists (by id, by start, filtered by validation and status, a page
+  far in) at ``--span-sizes`` stored spans, and session lists (first page, by agent,
+  after a keyset cursor, full-text search of a rare word, a prefix and a common word)
+  at ``--session-sizes`` stored sessions: median ms, and the largest size over the
+  smallest.  In process, through the application layer.
+* ``append``: median ms of one append at 10 entries and at ``--entries``, per backend.
 
 Usage: python bench/scale.py [--only ingest,flatness,latency] [--spans N] [--stored N] [--workers N] ...
 """
@@ -311,10 +317,193 @@ def section_latency(args: argparse.Namespace) -> None:
                f"spans_per_s_{args.clients}_clients": crowd["spans_per_s"], "load": load()}, flush=True)
 
 
+# --------------------------------------------------------------------------- reads and appends
+
+
+def _median_ms(action: Callable[[], object], repeat: int = 7) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return round(statistics.median(times) * 1000, 2)
+
+
+def _ratio(by_size: dict[int, float]) -> float:
+    """Milliseconds at the largest size over milliseconds at the smallest."""
+    sizes = sorted(by_size)
+    return round(by_size[sizes[-1]] / max(0.01, by_size[sizes[0]]), 2)
+
+
+def _analyze(db: Database, engine: sa.Engine) -> None:
+    if db.name == "postgresql":
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.exec_driver_sql("ANALYZE")
+
+
+def _span_reads(folio: object, principal: object) -> dict[str, Callable[[], object]]:
+    from agentfolio.app.registry import PageRequest, Sorting, SpanList
+
+    service = folio.registry  # type: ignore[attr-defined]
+
+    def spans(sort: str, direction: str, offset: int = 0, **filters: str) -> Callable[[], object]:
+        return lambda: service.list_spans(principal, SpanList(page=PageRequest(offset, 100, Sorting(sort, direction)),
+                                                              **filters))
+
+    return {"newest_by_id": spans("id", "desc"), "by_started_at": spans("started_at", "desc"),
+            "invalid_by_started_at": spans("started_at", "desc", validation_status="invalid"),
+            "failed_by_id": spans("id", "desc", status="failed"),
+            "page_50_by_id": spans("id", "desc", offset=5000)}
+
+
+def section_reads(args: argparse.Namespace) -> None:
+    """Span list and session list/search latency as what is stored grows (in-process,
+    through the application layer: the same calls the API and viewer make)."""
+    from agentfolio.app import Agentfolio
+    from agentfolio.app.registry import AgentCreate, InstanceRegister, Principal, SpanCreate
+    from agentfolio.app.registry.fields import schema_version_draft
+
+    span_sizes = [int(size) for size in args.span_sizes.split(",")]
+    session_sizes = [int(size) for size in args.session_sizes.split(",")]
+    for backend in args.backends:
+        with database(backend) as db:
+            if db is None:
+                print({"section": "reads", "backend": backend, "skipped": "no PostgreSQL server"})
+                continue
+            folder = tempfile.TemporaryDirectory()
+            settings = Settings(data_dir=Path(folder.name), database_url=db.url, session_ttl=0)
+            folio = Agentfolio.open(settings)
+            try:
+                principal = Principal(folio.accounts.ensure("reads"))
+                service = folio.registry
+                agent = service.create_agent(principal, AgentCreate(name="reads")).id
+                version = schema_version_draft({"external_identifier": "v", "span_type_schemas": [
+                    {"name": "step", "params_schema": {"type": "object", "required": ["n"]}}]},
+                    "agent_schema_version")
+                for run in range(10):
+                    instance = service.register_instance(principal, InstanceRegister(
+                        agent_id=agent, agent_version={"name": "x"}, agent_schema_version=version)).id
+                    for number in range(100):  # one span in ten breaks its schema, one in twenty fails
+                        service.create_span(principal, SpanCreate(
+                            agent_instance_id=instance, schema_name="step", status="failed" if number % 20 == 0
+                            else "active", payload={} if number % 10 == 0 else {"n": number + run}))
+                figures: dict[str, dict[int, float]] = {}
+                for size in span_sizes:
+                    stored = grow(db, size)
+                    _analyze(db, folio.store.engine)
+                    for name, action in _span_reads(folio, principal).items():
+                        action()  # warm
+                        figures.setdefault(name, {})[stored] = _median_ms(action)
+                    print({"section": "reads", "backend": backend, "spans": stored,
+                           **{name: by_size[stored] for name, by_size in figures.items()}, "load": load()}, flush=True)
+                first, last = span_sizes[0], span_sizes[-1]
+                print({"section": "reads", "backend": backend, "what": f"span lists, ms at {last} / ms at {first}",
+                       **{name: _ratio(by)
+                          for name, by in figures.items()}}, flush=True)
+                _session_reads(args, db, folio, session_sizes, backend)
+            finally:
+                folio.close()
+                folder.cleanup()
+
+
+WORDS = ("weather", "train", "museum", "coffee", "invoice", "refund", "flight", "hotel", "meeting", "report")
+
+
+def _seed_document(number: int) -> dict:
+    topic = WORDS[number % len(WORDS)]
+    texts = [f"please check the {topic} for case {number}", f"the {topic} looks fine, reference r{number}",
+             f"thanks, and the {WORDS[(number + 3) % len(WORDS)]} too", "done"]
+    if number % 20_000 == 7:
+        texts[1] += " zanzibar"  # a rare word: one session in twenty thousand
+    return {"schemaVersion": "1.1.0", "data": {"conversationHistory": [
+        {"$type": "request" if i % 2 == 0 else "response", "createdAt": f"2025-11-04T19:33:{i:02d}Z",
+         "correlationId": f"c{number}", "messages": [{"role": "user" if i % 2 == 0 else "assistant",
+                                                       "contents": [{"$type": "text", "text": text}]}]}
+        for i, text in enumerate(texts)]}}
+
+
+def grow_sessions(db: Database, folio: object, account: object, target: int) -> int:
+    """Sessions stored until ``target``: each written through the store in batches of one
+    transaction (entries, search index and facts as an import would write them)."""
+    sessions = folio.store.sessions.of(account)  # type: ignore[attr-defined]
+    stored = sessions.count()
+    while stored < target:
+        for number in range(stored, min(target, stored + 1000)):
+            sessions.create(_seed_document(number), session_id=f"s{number}", agent=f"agent-{number % 50}")
+        stored = sessions.count()
+    return int(stored)
+
+
+def _session_reads(args: argparse.Namespace, db: Database, folio: object, sizes: list[int], backend: str) -> None:
+    from agentfolio.store import SessionCursor
+
+    account = folio.accounts.ensure("reads")  # type: ignore[attr-defined]
+    sessions = folio.store.sessions.of(account)  # type: ignore[attr-defined]
+    figures: dict[str, dict[int, float]] = {}
+    for size in sizes:
+        stored = grow_sessions(db, folio, account, size)
+        _analyze(db, folio.store.engine)  # type: ignore[attr-defined]
+        deep = sessions.list(limit=1, offset=min(stored - 1, 5000))[0]
+        actions = {
+            "list_first_page": lambda: sessions.list(limit=50),
+            "list_by_agent": lambda: sessions.list(agent="agent-7", limit=50),
+            "list_after_cursor": lambda deep=deep: sessions.list(limit=50, after=SessionCursor.after(deep)),
+            "search_rare_word": lambda: sessions.list(text="zanzibar", limit=50),
+            "search_word_prefix": lambda: sessions.list(text="refer r12", limit=50),
+            "search_common_word": lambda: sessions.list(text="museum", limit=50),
+        }
+        for name, action in actions.items():
+            action()
+            figures.setdefault(name, {})[stored] = _median_ms(action)
+        print({"section": "reads", "backend": backend, "sessions": stored,
+               **{name: by[stored] for name, by in figures.items()}, "load": load()}, flush=True)
+    print({"section": "reads", "backend": backend, "what": f"session lists, ms at {sizes[-1]} / ms at {sizes[0]}",
+           **{name: _ratio(by)
+              for name, by in figures.items()}}, flush=True)
+
+
+def section_append(args: argparse.Namespace) -> None:
+    """Append latency (one turn, If-Match version) at 10 and ``--entries`` entries."""
+    from agentfolio.app import Agentfolio
+
+    for backend in args.backends:
+        with database(backend) as db:
+            if db is None:
+                print({"section": "append", "backend": backend, "skipped": "no PostgreSQL server"})
+                continue
+            folder = tempfile.TemporaryDirectory()
+            folio = Agentfolio.open(Settings(data_dir=Path(folder.name), database_url=db.url, session_ttl=0))
+            try:
+                account = folio.accounts.ensure("append")
+                sessions = folio.store.sessions.of(account)
+                result: dict[str, float] = {}
+                for length in (10, args.entries):
+                    turns = _seed_document(1)["data"]["conversationHistory"]
+                    history = [dict(turns[i % 4], correlationId=f"c{i}") for i in range(length)]
+                    created = sessions.create({"schemaVersion": "1.1.0", "data": {"conversationHistory": history}},
+                                              session_id=f"long-{length}")
+                    version = created.session.version
+                    times = []
+                    for i in range(args.appends):
+                        start = time.perf_counter()
+                        version = sessions.append(f"long-{length}", dict(turns[i % 4], correlationId=f"n{i}"),
+                                                  expected_version=version).session.version
+                        times.append(time.perf_counter() - start)
+                    result[f"ms_at_{length}"] = round(statistics.median(times) * 1000, 2)
+                print({"section": "append", "backend": backend, **result,
+                       "ratio": round(result[f"ms_at_{args.entries}"] / max(0.001, result["ms_at_10"]), 2),
+                       "load": load()}, flush=True)
+            finally:
+                folio.close()
+                folder.cleanup()
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "ingest": section_ingest,
     "flatness": section_flatness,
     "latency": section_latency,
+    "reads": section_reads,
+    "append": section_append,
 }
 
 
@@ -332,6 +521,10 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=10_000, help="spans sent in each flatness window")
     parser.add_argument("--clients", type=int, default=16, help="concurrent clients in the latency section")
     parser.add_argument("--requests", type=int, default=40, help="bulk requests per latency measurement")
+    parser.add_argument("--span-sizes", default="10000,100000,1000000", help="spans stored at each reads step")
+    parser.add_argument("--session-sizes", default="10000,100000", help="sessions stored at each reads step")
+    parser.add_argument("--entries", type=int, default=100_000, help="entries of the long session in append")
+    parser.add_argument("--appends", type=int, default=50, help="appends timed per length")
     args = parser.parse_args()
     args.backends = args.backends.split(",")
     args.paths = args.paths.split(",")

@@ -105,7 +105,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--sizes", type=int, nargs=2, default=[1_000, 100_000], metavar=("SMALL", "LARGE"))
     parser.add_argument("--only-lengths", action="store_true", help="Measure only the cold open by length.")
+    parser.add_argument("--only-traces", action="store_true",
+                        help="Measure only the trace pages (bench/viewer_traces.py: a 2,000- and a 20,000-span trace).")
     args = parser.parse_args()
+    if args.only_traces:
+        from bench.viewer_traces import run as trace_pages
+
+        return trace_pages((2_000, 20_000), args.runs)
     problem = chromium_problem()
     if problem:
         print(f"viewer bench skipped: {problem}")

@@ -9,6 +9,7 @@ status is 1.
 
     .venv/bin/python scripts/mutate_scope.py            # every call site, SQLite
     .venv/bin/python scripts/mutate_scope.py --list     # just the call sites
+    .venv/bin/python scripts/mutate_scope.py --only sessions   # the call sites of matching files
 """
 
 from __future__ import annotations
@@ -37,10 +38,18 @@ def call_sites() -> list[tuple[str, int, str]]:
     return sites
 
 
+def suite_for(mutant: str | None) -> list[str]:
+    """Every isolation suite, the one named after the mutated module first: with ``-x`` a
+    mutant its own suite kills costs only that suite's run; the others still run when it
+    survives there."""
+    stem = Path((mutant or "").rpartition(":")[0]).stem
+    return sorted(SUITE, key=lambda path: Path(path).stem != f"test_isolation_{stem}")
+
+
 def run(mutant: str | None, backend: str) -> bool:
     env = {**os.environ, "AGENTFOLIO_SCOPE_MUTANT": mutant or ""}
     command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "tests.scope_mutation", "-p", "no:cacheprovider",
-               "-k", backend, *SUITE]
+               "-k", backend, *suite_for(mutant)]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     return done.returncode == 0
 
@@ -49,8 +58,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="only list the call sites")
     parser.add_argument("--backend", default="sqlite", help="pytest -k expression choosing the backend")
+    parser.add_argument("--only", default="", help="only the call sites in files whose path contains this")
     args = parser.parse_args()
-    sites = call_sites()
+    sites = [site for site in call_sites() if args.only in site[0]]
     if args.list:
         for path, line, method in sites:
             print(f"{path}:{line} {method}")

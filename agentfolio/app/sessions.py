@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 from agentfolio import _json
 from agentfolio.formats import durable_state
 from agentfolio.formats.convert import convert
-from agentfolio.store.sessions import SESSION_ID, SESSION_ID_RULE, SessionInfo
+from agentfolio.store.sessions import SESSION_ID, SESSION_ID_RULE, SessionCursor, SessionInfo
 
 if TYPE_CHECKING:
     from agentfolio.formats.losses import Loss
+    from agentfolio.present.activity import ActivityPoint
     from agentfolio.store import Account, Appended, Created, Store
 
 __all__ = ["SESSION_ID", "SESSION_ID_RULE", "SESSION_SORTS", "Exported", "SessionInfo", "SessionService"]
@@ -82,19 +83,47 @@ class SessionService:
     def list(self, account: Account, *, agent: str | None = None, since: float | None = None,
              until: float | None = None, text: str | None = None, agent_contains: str | None = None,
              sort: str = "updated", descending: bool = True, limit: int = 50,
-             offset: int = 0) -> list[SessionInfo]:
+             offset: int = 0, after: str | None = None) -> list[SessionInfo]:
         """One account's sessions, newest-written first or by ``sort`` (a key of
         ``agentfolio.store.sessions.SORTS``), each with what the list shows of it
-        (``info.facts``: first user message, tokens, failures), counted when it was written."""
-        return self._sessions.of(account).list(agent=agent, since=since, until=until, text=text,
-                                   agent_contains=agent_contains, sort=sort, descending=descending, limit=limit,
-                                   offset=offset)
+        (``info.facts``: first user message, tokens, failures), counted when it was written.
+
+        ``text`` finds sessions with an entry holding each of its words (as prefixes).
+        ``after``: the :meth:`cursor` of the last session of the previous page (sorted by
+        ``updated``), so each page costs the same however deep."""
+        return self._sessions.of(account).list(
+            agent=agent, since=since, until=until, text=text, agent_contains=agent_contains, sort=sort,
+            descending=descending, limit=limit, offset=offset,
+            after=None if after is None else SessionCursor.parse(after))
+
+    @staticmethod
+    def cursor(info: SessionInfo) -> str:
+        """Where a page ending with ``info`` ends, for :meth:`list`'s ``after``."""
+        return SessionCursor.after(info).token()
 
     def count(self, account: Account, *, agent: str | None = None, since: float | None = None,
               until: float | None = None, text: str | None = None, agent_contains: str | None = None) -> int:
         """How many sessions :meth:`list` pages through with the same filters."""
         return self._sessions.of(account).count(agent=agent, since=since, until=until, text=text,
-                                    agent_contains=agent_contains)
+                                                agent_contains=agent_contains)
+
+    def find_positions(self, account: Account, session_id: str, *, text: str | None = None, show: str | None = None,
+                       start: int = 0, limit: int = 10_000) -> Sequence[int]:
+        """Positions of the entries from ``start`` on that hold ``text`` (case-insensitive)
+        and have something to show when the page shows only ``show``
+        (``present.activity.SHOW_CHOICES``): found in what the store keeps beside each
+        entry, without reading the history."""
+        return self._sessions.of(account).find_positions(session_id, text=text, show=show, start=start, limit=limit)
+
+    def agents(self, account: Account) -> Sequence[tuple[str | None, int]]:
+        """The account's agents (None: sessions without one) and their numbers of sessions."""
+        return self._sessions.of(account).agents()
+
+    def activity(self, account: Account, *, agent: str | None = None, since: float | None = None,
+                 until: float | None = None) -> Sequence[ActivityPoint]:
+        """Each timed entry of an agent's sessions (all agents' for None) counted: latency,
+        tokens, tool calls, failures, oldest first; from the counts kept beside the entries."""
+        return self._sessions.of(account).activity(agent=agent, since=since, until=until)
 
     def match_snippets(self, account: Account, session_ids: Sequence[str], text: str) -> dict[str, str]:
         """For each session id, the text around where ``text`` first occurs in its messages."""

@@ -194,12 +194,11 @@ def _status_style(status: str) -> str:
 def _row_line(header: TraceHeader, row: SpanRow) -> RenderableType:
     from rich.text import Text
 
-    from agentfolio.present.durations import duration_label, offset_label
+    from agentfolio.present.durations import offset_label, span_duration_label
 
     first = header.first_us
     start = offset_label(None if row.started_us is None or first is None else row.started_us - first)
-    took = "not started" if row.started_us is None else (
-        "running" if row.finished_us is None else duration_label(row.finished_us - row.started_us))
+    took = span_duration_label(row.started_us, row.finished_us)
     line = Text(f"{start:>10} {took:>10} ", style="dim", no_wrap=True, overflow="ellipsis")
     line.append(f"{one_line(row.status, 10):<10} ", style=_status_style(row.status))
     line.append("  " * min(row.depth, 40) + ("▾ " if row.has_children else "· "), style="dim")

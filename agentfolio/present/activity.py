@@ -15,18 +15,29 @@ from dataclasses import dataclass, field
 from agentfolio._time import parse_epoch
 from agentfolio.model import ErrorContent, FunctionCallContent, FunctionResultContent, Session, TextContent
 from agentfolio.model.analysis import call_failed
-from agentfolio.present.rules import ToolPairs, entry_usage, one_line, token_totals
+from agentfolio.present.rules import ToolPairs, entry_usage, one_line, token_totals, total_tokens
 
 __all__ = [
     "FIRST_TEXT_CHARS",
+    "SHOW_CHOICES",
+    "SHOW_LABELS",
+    "Activity",
+    "ActivityPoint",
+    "Bucket",
+    "Counts",
     "EntryFacts",
     "LatencyStats",
     "SessionFacts",
+    "activity_over_time",
     "entry_facts",
+    "entry_shows",
+    "message_shows",
     "percentile",
     "response_latencies",
+    "segment_shows",
     "session_facts",
     "tool_latencies",
+    "valid_show",
 ]
 
 #: How much of a session's first user message the sessions list keeps.
@@ -73,7 +84,7 @@ def entry_facts(entry: object) -> EntryFacts:
             facts.has_usage = True
             facts.input_tokens = usage.input_token_count
             facts.output_tokens = usage.output_token_count
-            facts.total_tokens = usage.total_token_count
+            facts.total_tokens = total_tokens(usage)
     roles: list[str] = []
     for message in getattr(entry, "items", ()):
         role = message.role or "?"
@@ -162,21 +173,35 @@ class LatencyStats:
 
 
 @dataclass(slots=True)
-class SessionFacts:
-    """A whole session, counted: what the sessions list shows of it."""
+class Counts:
+    """Tokens, tool calls and failures of one entry, or summed over a span of time."""
 
-    first_user_text: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
-    #: Answers that reported usage; 0 means "no usage recorded", not "0 tokens".
-    usage_responses: int = 0
     tool_calls: int = 0
     failed_tools: int = 0
     errors: int = 0
+
+    def add(self, other: Counts) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.total_tokens += other.total_tokens
+        self.tool_calls += other.tool_calls
+        self.failed_tools += other.failed_tools
+        self.errors += other.errors
+
+
+@dataclass(slots=True)
+class SessionFacts(Counts):
+    """A whole session, counted: what the sessions list shows of it."""
+
+    first_user_text: str | None = None
+    #: Answers that reported usage; 0 means "no usage recorded", not "0 tokens".
+    usage_responses: int = 0
     latencies: list[float] = field(default_factory=list)
 
-    def add(self, facts: EntryFacts, latency: float | None = None) -> None:
+    def count(self, facts: EntryFacts, latency: float | None = None) -> None:
         if self.first_user_text is None:
             self.first_user_text = facts.first_user_text
         if facts.has_usage:
@@ -197,10 +222,123 @@ def session_facts(session: Session) -> tuple[SessionFacts, list[EntryFacts], lis
     latencies = response_latencies(per_entry)
     total = SessionFacts()
     for facts, latency in zip(per_entry, latencies, strict=True):
-        total.add(facts, latency)
+        total.count(facts, latency)
     # Tokens as the session's own totals count them (outcomes of requests not answered in
     # the history included).
     tokens = token_totals(session)
     total.input_tokens, total.output_tokens, total.total_tokens = tokens.input, tokens.output, tokens.total
     total.usage_responses = tokens.responses
     return total, per_entry, latencies
+
+
+# -- showing only part of a session ---------------------------------------------------------
+
+#: What a session page can be narrowed to: tool calls and results, errors (failed tool
+#: results included), or the messages of one role (``role:<name>``).
+SHOW_CHOICES = ("tools", "errors", "role:user", "role:assistant", "role:system", "role:tool")
+SHOW_LABELS = {"": "everything", "tools": "tool calls", "errors": "errors", "role:user": "user messages",
+               "role:assistant": "assistant messages", "role:system": "system messages",
+               "role:tool": "tool messages"}
+
+
+def valid_show(show: str | None) -> str | None:
+    """``show`` when it names a way to narrow a session (any ``role:<name>`` of 1-50
+    characters), else None (everything)."""
+    if not show:
+        return None
+    if show in ("tools", "errors"):
+        return show
+    role = show[5:] if show.startswith("role:") else ""
+    return show if 0 < len(role) <= 50 and "," not in role and "\x00" not in role else None
+
+
+def entry_shows(facts: EntryFacts, show: str) -> bool:
+    """Whether an entry has anything to show when the page shows only ``show``."""
+    if show == "tools":
+        return bool(facts.tool_calls or facts.failed_tools or "tool" in facts.roles)
+    if show == "errors":
+        return bool(facts.errors or facts.failed_tools)
+    return show.startswith("role:") and show[5:] in facts.roles
+
+
+def message_shows(message: object, show: str) -> bool:
+    """Whether a message is shown when the page shows only ``show``."""
+    if show.startswith("role:"):
+        return (getattr(message, "role", None) or "?") == show[5:]
+    return any(segment_shows(content, show) for content in getattr(message, "items", ()))
+
+
+def segment_shows(content: object, show: str) -> bool:
+    """Whether one content of a shown message is itself shown."""
+    if show == "tools":
+        return isinstance(content, (FunctionCallContent, FunctionResultContent))
+    if show == "errors":
+        return isinstance(content, ErrorContent) or (isinstance(content, FunctionResultContent)
+                                                     and call_failed(content))
+    return True
+
+
+# -- activity over time ---------------------------------------------------------------------
+
+DAY = 86_400.0
+#: Most buckets a chart draws: a longer span is counted by week, then by 30 days.
+MAX_BUCKETS = 92
+
+
+@dataclass(slots=True)
+class ActivityPoint(Counts):
+    """One timed entry of some session, counted (what the store keeps beside it)."""
+
+    at: float = 0.0
+    kind: str = "?"
+    latency: float | None = None
+
+
+@dataclass(slots=True)
+class Bucket(Counts):
+    """A span of time (a day, a week or 30 days) of an agent's activity."""
+
+    start: float = 0.0
+    answers: int = 0
+    latency: LatencyStats = field(default_factory=lambda: LatencyStats.of([]))
+
+
+@dataclass(slots=True)
+class Activity:
+    """Buckets of equal length from the first point's to the last point's, and their sum."""
+
+    width: float
+    buckets: list[Bucket]
+    latency: LatencyStats
+    points: int
+
+    @property
+    def unit(self) -> str:
+        return {DAY: "day", 7 * DAY: "week"}.get(self.width, "30 days")
+
+
+def activity_over_time(points: Sequence[ActivityPoint]) -> Activity:
+    """Latency percentiles, tokens and failures per day (per week or per 30 days when the
+    points span more than MAX_BUCKETS days), every bucket from the first to the last kept,
+    empty ones too, so a chart's gaps are real."""
+    if not points:
+        return Activity(DAY, [], LatencyStats.of([]), 0)
+    first = min(point.at for point in points)
+    last = max(point.at for point in points)
+    first_day = math.floor(first / DAY) * DAY
+    width = next(size for size in (DAY, 7 * DAY, 30 * DAY, 365 * DAY)
+                 if (last - first_day) / size < MAX_BUCKETS or size == 365 * DAY)
+    count = int((last - first_day) // width) + 1
+    buckets = [Bucket(start=first_day + index * width) for index in range(count)]
+    latencies: list[list[float]] = [[] for _ in range(count)]
+    for point in points:
+        index = min(count - 1, int((point.at - first_day) // width))
+        bucket = buckets[index]
+        if point.kind in ANSWER_KINDS:
+            bucket.answers += 1
+        if point.latency is not None:
+            latencies[index].append(point.latency)
+        bucket.add(point)
+    for bucket, values in zip(buckets, latencies, strict=True):
+        bucket.latency = LatencyStats.of(values)
+    return Activity(width, buckets, LatencyStats.of([value for values in latencies for value in values]), len(points))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-__all__ = ["duration_label", "moment_label", "offset_label"]
+__all__ = ["duration_label", "moment_label", "offset_label", "span_duration_label"]
 
 
 def duration_label(us: float | None) -> str:
@@ -30,6 +30,15 @@ def offset_label(us: float | None) -> str:
     if us is None:
         return "—"
     return "0" if us == 0 else "+" + duration_label(us)
+
+
+def span_duration_label(started_us: int | None, finished_us: int | None) -> str:
+    """How long a span took, or that it has not started or is still running."""
+    if started_us is None:
+        return "not started"
+    if finished_us is None:
+        return "running"
+    return duration_label(finished_us - started_us)
 
 
 def moment_label(us: int | None) -> str:

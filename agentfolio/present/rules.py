@@ -139,7 +139,14 @@ class TokenTotals:
         self.responses += 1
         self.input += usage.input_token_count or 0
         self.output += usage.output_token_count or 0
-        self.total += usage.total_token_count or 0
+        self.total += total_tokens(usage)
+
+
+def total_tokens(usage: Usage) -> int:
+    """A usage's total: the one it reports, else what went in and came out together."""
+    if usage.total_token_count is not None:
+        return usage.total_token_count
+    return (usage.input_token_count or 0) + (usage.output_token_count or 0)
 
 
 def entry_usage(entry: object) -> Usage | None:

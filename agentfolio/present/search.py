@@ -3,11 +3,18 @@ index and for finding in a file opened in the viewer, so both find the same entr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from agentfolio import _json
+from agentfolio.settings import DEFAULT_SEARCH_TEXT_LIMIT
 
-__all__ = ["entry_text", "search_text"]
+__all__ = ["SEARCHED_KEYS", "SessionIndex", "entry_text", "search_text"]
+
+#: The properties of a content a search looks in: what the viewer shows of it as text
+#: (never a media URI, which may be a whole file in base64).
+SEARCHED_KEYS = ("text", "message", "name", "arguments", "result", "content", "fileName", "snippet", "parsedContent",
+                 "description", "value", "title", "altText", "items")
 
 
 def search_text(text: str) -> str:
@@ -33,7 +40,7 @@ def entry_text(entry: Any, limit: int, *, lower: bool = True) -> str:
         for content in _list(message.get("contents")):
             if not isinstance(content, dict):
                 continue
-            for key in ("text", "message", "name", "arguments", "result", "content", "fileName", "snippet"):
+            for key in SEARCHED_KEYS:
                 value = content.get(key)
                 if value is None:
                     continue
@@ -47,3 +54,40 @@ def entry_text(entry: Any, limit: int, *, lower: bool = True) -> str:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+class SessionIndex:
+    """A session held in memory (a file opened in the viewer), made searchable once: each
+    entry's search text and facts, as the store keeps them for a stored session, so a
+    find or a narrowed page costs a scan of short strings, not a walk of the records."""
+
+    def __init__(self, entries: Sequence[Any], text_limit: int = DEFAULT_SEARCH_TEXT_LIMIT) -> None:
+        from agentfolio.present.activity import entry_facts
+
+        self.texts = [entry_text(_entry_json(entry), text_limit) for entry in entries]
+        self.facts = [entry_facts(entry) for entry in entries]
+
+    def positions(self, *, text: str | None = None, show: str | None = None, start: int = 0,
+                  limit: int = 10_000) -> list[int]:
+        """As ``Sessions.find_positions`` answers for a stored session."""
+        from agentfolio.present.activity import entry_shows
+
+        needle = search_text(text) if text else None
+        found: list[int] = []
+        for position in range(max(0, start), len(self.texts)):
+            if needle is not None and needle not in self.texts[position]:
+                continue
+            if show and not entry_shows(self.facts[position], show):
+                continue
+            found.append(position)
+            if len(found) >= limit:
+                break
+        return found
+
+
+def _entry_json(entry: Any) -> Any:
+    """The JSON an entry was read from (or, for one built otherwise, its JSON value)."""
+    source = getattr(entry, "source", None)
+    if source is not None:
+        return source
+    return entry.to_json_value() if hasattr(entry, "to_json_value") else entry

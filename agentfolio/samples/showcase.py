@@ -135,6 +135,56 @@ def durable_session(messages: int = 40, *, seed: int = 0) -> dict[str, Any]:
     return {"schemaVersion": "1.1.0", "data": {"conversationHistory": history}}
 
 
+def timed_session(turns: int = 8, *, seed: int = 0, day: int = 0, failures: float = 0.2) -> dict[str, Any]:
+    """A durable state whose turns take time: each answer comes some seconds after its
+    request, each tool result after its call (messages carry their own times), some tool
+    calls fail and some turns end in an error; ``day`` moves the whole session on by days."""
+    import random
+    from datetime import UTC, datetime, timedelta
+
+    chooser = random.Random(seed)
+    moment = datetime(2025, 11, 1, 9, tzinfo=UTC) + timedelta(days=day, minutes=chooser.randrange(600))
+    history: list[dict[str, Any]] = []
+
+    def stamp() -> str:
+        return moment.isoformat(timespec="milliseconds")
+
+    for turn in range(turns):
+        city = chooser.choice(["Lyon", "Paris", "Nice", "Lille", "Brest"])
+        asked = stamp()
+        history.append({"$type": "request", "createdAt": asked, "correlationId": f"t{seed}-{turn}", "messages": [
+            {"role": "user", "createdAt": asked, "contents": [
+                {"$type": "text", "text": f"Turn {turn}: what should I pack for {city}?"}]}]})
+        moment += timedelta(milliseconds=chooser.randrange(300, 1500))
+        called = stamp()
+        moment += timedelta(milliseconds=chooser.randrange(80, 2500))
+        answered_tool = stamp()
+        failed = chooser.random() < failures
+        result: Any = {"error": "forecast service timed out"} if failed else {"forecast": "rain", "high": 14}
+        moment += timedelta(milliseconds=chooser.randrange(400, 4000))
+        answered = stamp()
+        call_id = f"call-{seed}-{turn}"
+        if chooser.random() < failures / 2:
+            history.append({"$type": "errorResponse", "createdAt": answered, "correlationId": f"t{seed}-{turn}",
+                            "messages": [{"role": "assistant", "createdAt": answered, "contents": [
+                                {"$type": "error", "message": "The model provider answered 529: overloaded",
+                                 "errorCode": "overloaded"}]}]})
+        else:
+            history.append({"$type": "response", "createdAt": answered, "correlationId": f"t{seed}-{turn}",
+                            "usage": {"inputTokenCount": 400 + 37 * turn + chooser.randrange(200),
+                                      "outputTokenCount": 40 + chooser.randrange(160)},
+                            "messages": [
+                                {"role": "assistant", "createdAt": called, "contents": [
+                                    {"$type": "functionCall", "callId": call_id, "name": "get_forecast",
+                                     "arguments": {"city": city}}]},
+                                {"role": "tool", "createdAt": answered_tool, "contents": [
+                                    {"$type": "functionResult", "callId": call_id, "result": result}]},
+                                {"role": "assistant", "createdAt": answered, "contents": [
+                                    {"$type": "text", "text": f"For {city}: pack a raincoat."}]}]})
+        moment += timedelta(seconds=chooser.randrange(5, 90))
+    return {"schemaVersion": "1.2.0", "data": {"conversationHistory": history}}
+
+
 def schema_version() -> dict[str, Any]:
     """A schema version create request: span types with templates and data risk."""
     return {

@@ -15,7 +15,7 @@ from agentfolio.store.blobs import BlobStore, open_blob_store
 from agentfolio.store.engine import create_engine, migrate
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, StoreError, VersionConflict
 from agentfolio.store.registry import RegistryStore
-from agentfolio.store.sessions import Appended, Created, SessionInfo, Sessions, SessionStore
+from agentfolio.store.sessions import Appended, Created, SessionCursor, SessionInfo, Sessions, SessionStore
 from agentfolio.store.tokens import Tokens
 
 
@@ -54,4 +54,4 @@ class Store:
 
 
 __all__ = ["Account", "Accounts", "AlreadyExists", "Appended", "Created", "InvalidInput", "NotFound",
-           "SessionInfo", "SessionStore", "Sessions", "Store", "StoreError", "VersionConflict"]
+           "SessionCursor", "SessionInfo", "SessionStore", "Sessions", "Store", "StoreError", "VersionConflict"]

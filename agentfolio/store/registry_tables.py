@@ -184,6 +184,12 @@ registry_spans = sa.Table(
     # A trace's roots (no parent, or a parent not among its spans), in start order.
     sa.Index("ix_registry_spans_roots", "instance_id", "started_at", "id",
              sqlite_where=sa.text("parent_found IS NOT 1"), postgresql_where=sa.text("parent_found IS NOT true")),
+    # The account's span list sorted by start, and filtered by status or validation, a
+    # page at a time whatever the account holds.
+    sa.Index("ix_registry_spans_started", "account_pk", "started_at", "id"),
+    sa.Index("ix_registry_spans_status", "account_pk", "status", "id"),
+    sa.Index("ix_registry_spans_validation", "account_pk", "validation_status", "id"),
+    sa.Index("ix_registry_spans_validation_started", "account_pk", "validation_status", "started_at", "id"),
 )
 
 # Per trace (instance): how many spans, failed spans and spans failing validation, and

@@ -7,6 +7,7 @@ time-to-live) are invisible at once and removed by :meth:`Sessions.expire`.
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
 import time
@@ -26,7 +27,14 @@ from agentfolio.formats import durable_state
 from agentfolio.formats.base import ReadResult
 from agentfolio.formats.errors import FormatError, Problem, json_pointer
 from agentfolio.model import Entry, Session
-from agentfolio.present.activity import EntryFacts, SessionFacts, entry_facts, response_latencies, session_facts
+from agentfolio.present.activity import (
+    ActivityPoint,
+    EntryFacts,
+    SessionFacts,
+    entry_facts,
+    response_latencies,
+    session_facts,
+)
 from agentfolio.present.search import entry_text, search_text
 from agentfolio.settings import Settings
 from agentfolio.store.accounts import Account
@@ -43,6 +51,13 @@ from agentfolio.store.documents import (
 from agentfolio.store.engine import read_transaction, write_transaction
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, VersionConflict
 from agentfolio.store.scope import AccountScope
+from agentfolio.store.search import (
+    FALLBACK_SESSIONS,
+    WALK_SESSIONS,
+    SessionSearch,
+    index_entries,
+    unindex_sessions,
+)
 from agentfolio.store.tables import entries, sessions
 
 SESSION_ID = re.compile(r"[A-Za-z0-9@][A-Za-z0-9._:@-]{0,199}")
@@ -83,6 +98,33 @@ class SessionInfo:
                 "createdAt": iso(self.created_at), "updatedAt": iso(self.updated_at),
                 "firstActivityAt": iso(self.first_activity_at), "lastActivityAt": iso(self.last_activity_at),
                 "expiresAt": iso(self.expires_at)}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCursor:
+    """Where a page of the sessions list ended: the last session's write time and id,
+    written as the opaque token ``<updated_at>~<id>`` (the float's ``repr``: exact)."""
+
+    updated_at: float
+    id: str
+
+    @classmethod
+    def after(cls, info: SessionInfo) -> SessionCursor:
+        return cls(info.updated_at, info.id)
+
+    def token(self) -> str:
+        return f"{self.updated_at!r}~{self.id}"
+
+    @classmethod
+    def parse(cls, token: str) -> SessionCursor:
+        moment, _, session_id = token.partition("~")
+        try:
+            updated_at = float(moment) if len(moment) <= 40 else math.nan
+        except ValueError:
+            updated_at = math.nan
+        if not math.isfinite(updated_at) or not SESSION_ID.fullmatch(session_id):
+            raise InvalidInput("the cursor is not one a sessions list gave", pointer="")
+        return cls(updated_at, session_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +259,7 @@ def _delete_sessions(engine: Engine, chosen: sa.Select[Any]) -> int:
             pks = list(connection.execute(chosen.limit(100)).scalars())
             if not pks:
                 return removed
+            unindex_sessions(connection, pks)
             connection.execute(sa.delete(entries).where(entries.c.session_pk.in_(pks)))
             connection.execute(sa.delete(sessions).where(sessions.c.pk.in_(pks)))
         removed += len(pks)
@@ -263,6 +306,7 @@ class Sessions:
                 for index, (entry, counts) in enumerate(zip(packed, counted, strict=True))]
         for start in range(0, len(rows), _INSERT_BATCH):
             connection.execute(sa.insert(entries), rows[start:start + _INSERT_BATCH])
+        index_entries(connection, rows)
         point_at_blobs(connection, references)
 
     def _pack(self, entry: Any) -> PackedEntry:
@@ -340,17 +384,32 @@ class Sessions:
 
     def list(self, *, agent: str | None = None, since: float | None = None, until: float | None = None,
              text: str | None = None, agent_contains: str | None = None, sort: str = "updated",
-             descending: bool = True, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
+             descending: bool = True, limit: int = 50, offset: int = 0,
+             after: SessionCursor | None = None) -> list[SessionInfo]:
         """Sessions newest-written first (or by ``sort``, one of :data:`SORTS`), each with
-        its counted facts; ``since``/``until`` match the history's own times, ``text`` any
-        message text and ``agent_contains`` part of the agent's name (both case-insensitive)."""
-        order = SORTS.get(sort, SORTS["updated"])
-        order = order.desc().nulls_last() if descending else order.asc().nulls_last()
-        query = (self.scope.select(sessions, *_INFO_COLUMNS, *_FACT_COLUMNS)
-                 .where(*self._filters(agent=agent, since=since, until=until, text=text,
-                                       agent_contains=agent_contains))
-                 .order_by(order, sessions.c.id).limit(limit).offset(offset))
+        its counted facts; ``since``/``until`` match the history's own times, ``text`` the
+        words of any one entry (see ``store.search``) and ``agent_contains`` part of the
+        agent's name (case-insensitive).
+
+        ``after`` (sorted by ``updated`` only) continues after the last session of the
+        previous page: keyset paging, each page costing the same however far in.
+        """
+        column = SORTS.get(sort, SORTS["updated"])
+        order = column.desc().nulls_last() if descending else column.asc().nulls_last()
         with read_transaction(self.engine) as connection:
+            query = (self.scope.select(sessions, *_INFO_COLUMNS, *_FACT_COLUMNS)
+                     .where(*self._filters(connection, agent=agent, since=since, until=until, text=text,
+                                           agent_contains=agent_contains))
+                     .order_by(order, sessions.c.id).limit(limit).offset(offset))
+            if after is not None:
+                if column is not SORTS["updated"]:
+                    raise InvalidInput("a cursor continues a list sorted by 'updated' only", pointer="")
+                moment = sessions.c.updated_at
+                beyond, reach = (moment < after.updated_at, moment <= after.updated_at) if descending else \
+                    (moment > after.updated_at, moment >= after.updated_at)
+                # ``reach`` repeats what the OR implies, as a range the write-time index can seek to.
+                query = query.where(reach, sa.or_(beyond, sa.and_(moment == after.updated_at,
+                                                                  sessions.c.id > after.id)))
             rows = connection.execute(query).all()
         if any(row.facts_version != FACTS_VERSION for row in rows):
             for row in rows:
@@ -390,13 +449,13 @@ class Sessions:
     def count(self, *, agent: str | None = None, since: float | None = None, until: float | None = None,
               text: str | None = None, agent_contains: str | None = None) -> int:
         """How many sessions :meth:`list` would page through with the same filters."""
-        query = self.scope.count(sessions).where(
-            *self._filters(agent=agent, since=since, until=until, text=text, agent_contains=agent_contains))
         with read_transaction(self.engine) as connection:
+            query = self.scope.count(sessions).where(*self._filters(
+                connection, agent=agent, since=since, until=until, text=text, agent_contains=agent_contains))
             return int(connection.execute(query).scalar_one())
 
-    def _filters(self, *, agent: str | None, since: float | None, until: float | None, text: str | None,
-                 agent_contains: str | None) -> tuple[Any, ...]:
+    def _filters(self, connection: Connection | None = None, *, agent: str | None, since: float | None,
+                 until: float | None, text: str | None, agent_contains: str | None) -> tuple[Any, ...]:
         """Conditions on this account's sessions (the caller's statement is scoped)."""
         conditions = []
         cutoff = _cutoff(self.settings)
@@ -415,9 +474,91 @@ class Sessions:
         if until is not None:
             conditions.append(activity_start <= until)
         if text:
-            conditions.append(sa.exists().where(entries.c.session_pk == sessions.c.pk,
-                                                entries.c.text.like(_contains(search_text(text)), escape="\\")))
+            assert connection is not None, "a text search reads its index: give the connection"
+            conditions.extend(self._matching(connection, text))
         return tuple(conditions)
+
+    def _matching(self, connection: Connection, text: str) -> tuple[Any, ...]:
+        """Conditions keeping the sessions with an entry holding the words of ``text``,
+        bounded as ``store.search`` says."""
+        search = SessionSearch(connection, text)
+        if not search.words:
+            return (sa.false(),)
+        if not search.indexed:  # SQLite without FTS5: a substring, over the newest sessions only
+            return (self._newest(connection, FALLBACK_SESSIONS), sa.exists().where(
+                entries.c.session_pk == sessions.c.pk,
+                entries.c.text.like(_contains(search_text(text)), escape="\\")))
+        candidates = search.candidates()
+        if candidates is not None:
+            return (sessions.c.pk.in_(candidates),)
+        return (self._newest(connection, WALK_SESSIONS), search.per_session(sessions.c.pk))
+
+    def _newest(self, connection: Connection, count: int) -> ColumnElement[bool]:
+        """Keeps the ``count`` sessions this account wrote last."""
+        bound = connection.execute(self.scope.select(sessions, sessions.c.updated_at)
+                                   .order_by(sessions.c.updated_at.desc()).offset(count - 1).limit(1)).scalar()
+        return sa.true() if bound is None else sessions.c.updated_at >= bound
+
+    def find_positions(self, session_id: str, *, text: str | None = None, show: str | None = None,
+                       start: int = 0, limit: int = 10_000) -> Sequence[int]:
+        """Positions of the entries from ``start`` on whose text holds ``text``
+        (case-insensitive) and that have something to show when the page shows only
+        ``show`` (``present.activity.entry_shows``), at most ``limit`` of them: found in the
+        stored search text and counts, whatever the history's length."""
+        with read_transaction(self.engine) as connection:
+            row = connection.execute(sa.select(sessions.c.pk, sessions.c.facts_version)
+                                     .where(self._visible(session_id))).first()
+        if row is None:
+            raise NotFound(f"no session {session_id!r}")
+        if show and row.facts_version != FACTS_VERSION:
+            self._count_facts(row.pk, session_id)
+        query = sa.select(entries.c.position).where(entries.c.session_pk == row.pk, entries.c.position >= start)
+        if text:
+            query = query.where(entries.c.text.like(_contains(search_text(text)), escape="\\"))
+        if show:
+            query = query.where(_shows(show))
+        with read_transaction(self.engine) as connection:
+            return list(connection.execute(query.order_by(entries.c.position).limit(limit)).scalars())
+
+    def agents(self, limit: int = 200) -> Sequence[tuple[str | None, int]]:
+        """The account's agents (None: sessions with none), each with its number of sessions,
+        most sessions first."""
+        query = (self.scope.select(sessions, sessions.c.agent, sa.func.count().label("count"))
+                 .where(*self._filters(agent=None, since=None, until=None, text=None, agent_contains=None))
+                 .group_by(sessions.c.agent).order_by(sa.desc("count"), sessions.c.agent).limit(limit))
+        with read_transaction(self.engine) as connection:
+            return [(row.agent, int(row[1])) for row in connection.execute(query)]
+
+    def activity(self, *, agent: str | None = None, since: float | None = None, until: float | None = None,
+                 limit: int = 200_000) -> Sequence[ActivityPoint]:
+        """What each timed entry of an agent's sessions (every agent's, for None) counted:
+        its time, latency, tokens, tool calls and failures, oldest first, at most ``limit``
+        of the newest.  Read from the counts kept beside the entries, never the histories."""
+        scope = self._filters(agent=agent, since=None, until=None, text=None, agent_contains=None)
+        with read_transaction(self.engine) as connection:
+            stale = connection.execute(self.scope.select(sessions, sessions.c.pk, sessions.c.id).where(
+                *scope, sa.or_(sessions.c.facts_version.is_(None), sessions.c.facts_version != FACTS_VERSION))
+                .limit(50)).all()
+        for row in stale:  # written before the counts were kept: counted once, now
+            self._count_facts(row.pk, row.id)
+        counted = sa.or_(*(entries.c[name].is_not(None) for name in (
+            "latency", "total_tokens", "tool_calls", "failed_tools", "errors")))
+        query = (self.scope.select(sessions, entries.c.created_at, entries.c.kind, entries.c.latency,
+                                   entries.c.input_tokens, entries.c.output_tokens, entries.c.total_tokens,
+                                   entries.c.tool_calls, entries.c.failed_tools, entries.c.errors)
+                 .join(entries, sessions.c.pk == entries.c.session_pk)
+                 .where(*scope, counted, entries.c.created_at.is_not(None)))
+        if since is not None:
+            query = query.where(entries.c.created_at >= since)
+        if until is not None:
+            query = query.where(entries.c.created_at <= until)
+        with read_transaction(self.engine) as connection:
+            rows = connection.execute(query.order_by(entries.c.created_at.desc()).limit(limit)).all()
+        return [ActivityPoint(at=row.created_at, kind=row.kind or "?", latency=row.latency,
+                              input_tokens=row.input_tokens or 0, output_tokens=row.output_tokens or 0,
+                              total_tokens=row.total_tokens or 0, tool_calls=row.tool_calls or 0,
+                              failed_tools=row.failed_tools or 0, errors=row.errors or 0)
+                for row in reversed(rows)]
 
     def match_snippets(self, session_ids: Sequence[str], text: str,
                        width: int = 160) -> dict[str, str]:
@@ -629,8 +770,8 @@ class Sessions:
         """The session row's counts after appending entries with these facts."""
         added = SessionFacts()
         for item in facts:
-            added.add(replace(item, input_tokens=_capped(item.input_tokens), output_tokens=_capped(item.output_tokens),
-                              total_tokens=_capped(item.total_tokens)))
+            added.count(replace(item, input_tokens=_capped(item.input_tokens),
+                                output_tokens=_capped(item.output_tokens), total_tokens=_capped(item.total_tokens)))
         values: dict[str, Any] = {name: sessions.c[name] + getattr(added, name) for name in _COUNTS}
         if added.first_user_text is not None:
             values["first_user_text"] = sa.func.coalesce(sessions.c.first_user_text, added.first_user_text)
@@ -645,6 +786,7 @@ class Sessions:
             row = self._locked(connection, session_id, expected_version)
             version = row.schema_version or durable_state.DEFAULT_VERSION
             head, history_at, _ = split_document({"schemaVersion": version, "data": {"conversationHistory": []}})
+            unindex_sessions(connection, [row.pk])
             connection.execute(sa.delete(entries).where(entries.c.session_pk == row.pk))
             # The blobs the entries pointed at are the sweep's to collect, never removed here:
             # a write racing with this one may point at the same bytes.
@@ -658,6 +800,7 @@ class Sessions:
     def delete(self, session_id: str, *, expected_version: int | None = None) -> None:
         with write_transaction(self.engine) as connection:
             row = self._locked(connection, session_id, expected_version)
+            unindex_sessions(connection, [row.pk])
             connection.execute(sa.delete(entries).where(entries.c.session_pk == row.pk))
             connection.execute(sa.delete(sessions).where(sessions.c.pk == row.pk))
 
@@ -669,6 +812,21 @@ class Sessions:
         if expected_version is not None and row.version != expected_version:
             raise VersionConflict(session_id, expected_version, row.version)
         return row
+
+
+def _shows(show: str) -> Any:
+    """``present.activity.entry_shows`` over the stored counts (a test holds the two together)."""
+    if show == "tools":
+        return sa.or_(entries.c.tool_calls > 0, entries.c.failed_tools > 0, _has_role("tool"))
+    if show == "errors":
+        return sa.or_(entries.c.errors > 0, entries.c.failed_tools > 0)
+    if show.startswith("role:"):
+        return _has_role(show[5:])
+    return sa.false()
+
+
+def _has_role(role: str) -> Any:
+    return ("," + sa.func.coalesce(entries.c.roles, "") + ",").like(_contains("," + role + ","), escape="\\")
 
 
 def _contains(text: str) -> str:

@@ -100,6 +100,8 @@ sessions = sa.Table(
     sa.UniqueConstraint("account_pk", "source_hash"),
     sa.Index(None, "account_pk", "updated_at"),
     sa.Index(None, "updated_at"),
+    # One agent's sessions newest-written first (the sessions list filtered by agent).
+    sa.Index("ix_sessions_agent", "account_pk", "agent", "updated_at"),
 )
 
 entries = sa.Table(
@@ -121,6 +123,10 @@ entries = sa.Table(
       for name in ("input_tokens", "output_tokens", "total_tokens", "tool_calls", "failed_tools", "errors")),
     sa.Column("roles", sa.String(100), nullable=True),
 )
+
+# Full-text search of the entries' words (store.search) lives outside this metadata, made
+# by migration 0009_flat_reads: PostgreSQL's GIN index ``ix_entries_words`` on
+# to_tsvector('simple', text), SQLite's FTS5 table ``entries_fts``.
 
 # The blob store is content-addressed: a blob's key is the SHA-256 of its bytes, so a key
 # names the same bytes for ever and is never reused for other ones.  ``blobs`` has a row

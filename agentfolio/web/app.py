@@ -22,16 +22,16 @@ import gc
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from agentfolio.app.accounts import VIEWER_SESSION_SECONDS
@@ -41,9 +41,12 @@ from agentfolio.errors import AgentfolioError
 from agentfolio.formats import durable_state
 from agentfolio.formats.errors import FormatError, Problem
 from agentfolio.formats.jsonio import gc_paused
+from agentfolio.present import activity
+from agentfolio.present.search import SessionIndex
 from agentfolio.web import agents as agent_views
 from agentfolio.web import html, registry_data
 from agentfolio.web import traces as trace_pages
+from agentfolio.web.charts import usage_charts
 from agentfolio.web.csrf import refuse_cross_site
 from agentfolio.web.documents import Opened, OpenedFiles, open_bytes
 from agentfolio.web.traces import trace_from_document
@@ -72,6 +75,12 @@ WINDOW_AHEAD = 24
 MAX_UPLOAD_BYTES = 128 * 1024 * 1024
 
 
+#: A narrowed page (``show``) draws the matching entries of at most this many in a row.
+SHOW_SPAN = 400
+#: Most positions one find answers with (the status then says "or more").
+FIND_LIMIT = 10_000
+
+
 @dataclass
 class Conversation:
     """What ``partials/conversation.html`` shows: a session's header and first entries."""
@@ -95,6 +104,16 @@ class Conversation:
     #: must name as ``start`` (those before it are on the page's first screen).
     page_url: str | None = None
     linked_from: int = 0
+    #: The entries before this page's first, when it starts mid-session: how many, and
+    #: where the ones just before come from (fragment and page).
+    earlier: int = 0
+    earlier_url: str | None = None
+    earlier_page: str | None = None
+    #: What the page is narrowed to (``present.activity.SHOW_CHOICES``), or None.
+    show: str | None = None
+    #: Where a find over the whole session asks for matching positions (stored sessions
+    #: and opened files; not the export, which finds in its page).
+    find_url: str | None = None
 
 
 @dataclass
@@ -107,24 +126,43 @@ class Source:
     problems: list[Problem]
     url: str  # the session page; entries at url + "/entries", export at url + "/export.html"
 
-    def conversation(self, start: int = 0, *, prefix: str = "", page: int = html.PAGE_ENTRIES) -> Conversation:
+    def conversation(self, start: int = 0, *, prefix: str = "", page: int = html.PAGE_ENTRIES,
+                     stop: int | None = None, only: Sequence[int] | None = None, show: str | None = None,
+                     earlier: bool = True, more: bool = True) -> Conversation:
+        """The entries from ``start`` (to ``stop``, else ``page`` of them); ``only``: just
+        these positions among them (a page narrowed to ``show``).  ``earlier``/``more``:
+        whether to offer the entries before and after."""
         total = self.view.entry_count
         start = max(0, min(start, total))
-        stop = min(total, start + page)
-        return Conversation(self.title, self.subtitle, self.view, html.entry_views(self.view, start, stop),
-                            self.problems if start == 0 else [], prefix, *self.next_links(stop, prefix),
+        stop = min(total, start + page if stop is None else stop)
+        next_url, next_page = self.next_links(stop, prefix, show) if more else (None, None)
+        earlier_count = start if earlier and start > 0 and not show else 0
+        before = max(0, start - html.PAGE_ENTRIES)
+        return Conversation(self.title, self.subtitle, self.view,
+                            html.entry_views(self.view, start, stop, only=only, show=show),
+                            self.problems if start == 0 else [], prefix, next_url, next_page,
                             remaining=total - stop, loaded_until=stop, export_url=self.url + "/export.html",
-                            tail=html.unplaced_outcomes(self.view) if stop >= total else [],
+                            tail=html.unplaced_outcomes(self.view) if stop >= total and not show else [],
                             summary_url=self.url + "/summary" if self.view.partial else None,
-                            page_url=self.url, linked_from=stop if start == 0 else 0)
+                            page_url=self.url, linked_from=stop if start == 0 else 0,
+                            earlier=earlier_count,
+                            earlier_url=self._entries_url(before, prefix, page=start - before, earlier=1, more=0)
+                            if earlier_count else None,
+                            earlier_page=f"{self.url}?start={before}" if earlier_count else None,
+                            show=show, find_url=None if prefix else self.url + "/find")
 
-    def next_links(self, stop: int, prefix: str) -> tuple[str | None, str | None]:
+    def next_links(self, stop: int, prefix: str, show: str | None = None) -> tuple[str | None, str | None]:
         if stop >= self.view.entry_count:
             return None, None
-        query: dict[str, int | str] = {"start": stop}
+        page_query = urlencode({"start": stop, **({"show": show} if show else {})})
+        return self._entries_url(stop, prefix, show=show), f"{self.url}?{page_query}"
+
+    def _entries_url(self, start: int, prefix: str, **more: Any) -> str:
+        query: dict[str, Any] = {"start": start}
         if prefix:
             query["prefix"] = prefix
-        return f"{self.url}/entries?{urlencode(query)}", f"{self.url}?start={stop}"
+        query.update({key: value for key, value in more.items() if value is not None})
+        return f"{self.url}/entries?{urlencode(query)}"
 
 
 @dataclass
@@ -473,20 +511,41 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
 
     @router.get("/sessions/{session_id}")
     @guarded
-    async def session_page(request: Request, who: Who, session_id: str, start: int = 0) -> Response:
+    async def session_page(request: Request, who: Who, session_id: str, start: int = 0, show: str = "") -> Response:
         if viewer.folio is None:
             return viewer.error(request, who, 404, "No store", "This viewer has no session store.")
-        start = max(0, start)
-        source = await run_in_threadpool(viewer.stored_source, who, session_id, start, html.PAGE_ENTRIES)
-        return viewer.page(request, "session.html", who, conv=source.conversation(start), nav="sessions")
+        conv = await run_in_threadpool(_stored_conversation, who, session_id, Paging(max(0, start), show=show))
+        return viewer.page(request, "session.html", who, conv=conv, nav="sessions", shows=SHOWS)
 
     @router.get("/sessions/{session_id}/entries")
     @guarded
-    async def session_entries(request: Request, who: Who, session_id: str, start: int = 0,
-                              prefix: str = "", page: int = html.PAGE_ENTRIES) -> Response:
-        start, page = max(0, start), max(1, min(page, MAX_PAGE_ENTRIES))
-        source = await run_in_threadpool(viewer.stored_source, who, session_id, start, page)
-        return await run_in_threadpool(_entries, source, start, prefix, page)
+    async def session_entries(request: Request, who: Who, session_id: str, start: int = 0, prefix: str = "",
+                              page: int = html.PAGE_ENTRIES, show: str = "", earlier: int = 0,
+                              more: int = 1) -> Response:
+        paging = Paging(max(0, start), page, show, prefix, bool(earlier), bool(more))
+        conv = await run_in_threadpool(_stored_conversation, who, session_id, paging)
+        return await run_in_threadpool(_entries, conv)
+
+    @router.get("/sessions/{session_id}/find")
+    @guarded
+    async def session_find(request: Request, who: Who, session_id: str, q: str = "", show: str = "") -> Response:
+        """Where ``q`` occurs in the whole session: the positions of the entries that hold it."""
+        if viewer.folio is None:
+            return viewer.error(request, who, 404, "No store", "This viewer has no session store.")
+        text = _find_text(q)
+        found = await run_in_threadpool(viewer.folio.sessions.find_positions, who.account, session_id,
+                                        text=text, show=activity.valid_show(show), limit=FIND_LIMIT + 1) \
+            if text else []
+        return _found(q, found)
+
+    def _stored_conversation(who: Who, session_id: str, paging: Paging) -> Conversation:
+        def window(first: int, count: int) -> Source:
+            return viewer.stored_source(who, session_id, first, count)
+
+        def find(**options: Any) -> Sequence[int]:
+            return cast(Sequence[int], viewer.folio.sessions.find_positions(who.account, session_id, **options))
+
+        return _conversation(window, find, paging)
 
     @router.get("/sessions/{session_id}/summary")
     @guarded
@@ -494,7 +553,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         """What needs the whole history (token totals, tools, validation), drawn after the first screen."""
         source = await run_in_threadpool(viewer.stored_source, who, session_id)
         body = html.render("partials/session_summary.html", base=viewer.prefix, view=source.view,
-                           problems=source.problems)
+                           problems=source.problems, page_url=source.url, first_screen=html.PAGE_ENTRIES)
         return HTMLResponse(body, headers=SECURITY_HEADERS)
 
     @router.get("/sessions/{session_id}/export.html")
@@ -502,6 +561,25 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     async def session_export(request: Request, who: Who, session_id: str) -> Response:
         source = await run_in_threadpool(viewer.stored_source, who, session_id)
         return _export(source)
+
+    # -- usage over time ------------------------------------------------------------
+
+    @router.get("/usage")
+    @guarded
+    async def usage_page(request: Request, who: Who, agent: str = "") -> Response:
+        """Per agent: answer latency percentiles, tokens and failures over time."""
+        if viewer.folio is None:
+            return viewer.error(request, who, 404, "No store", "This viewer has no session store.")
+        agent = agent.replace("\x00", "").strip()[:200]
+
+        def load() -> tuple[Any, Any]:
+            return (viewer.folio.sessions.agents(who.account),
+                    viewer.folio.sessions.activity(who.account, agent=agent or None))
+
+        agents, points = await run_in_threadpool(load)
+        over_time = activity.activity_over_time(points)
+        return viewer.page(request, "usage.html", who, nav="usage", agents=agents, agent=agent,
+                           over_time=over_time, charts=usage_charts(over_time))
 
     # -- opened files ---------------------------------------------------------------
 
@@ -542,21 +620,53 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
 
     @router.get("/open/{token}")
     @guarded
-    async def opened_page(request: Request, who: Who, token: str, start: int = 0) -> Response:
+    async def opened_page(request: Request, who: Who, token: str, start: int = 0, show: str = "") -> Response:
         opened = viewer.opened.get(token, who.owner)
         if opened is None:
             return viewer.error(request, who, 404, "Not open any more",
                                 "Files opened in the viewer are kept in memory for a while only; open it again.")
-        return await run_in_threadpool(_render_opened, request, who, opened, start)
+        return await run_in_threadpool(_render_opened, request, who, opened, start, show)
 
     @router.get("/open/{token}/entries")
     @guarded
     async def opened_entries(request: Request, who: Who, token: str, start: int = 0, prefix: str = "",
-                             page: int = html.PAGE_ENTRIES) -> Response:
+                             page: int = html.PAGE_ENTRIES, show: str = "", earlier: int = 0,
+                             more: int = 1) -> Response:
         opened = viewer.opened.get(token, who.owner)
         if opened is None or opened.kind != "session":
             return HTMLResponse("", status_code=404, headers=SECURITY_HEADERS)
-        return await run_in_threadpool(_entries, viewer.opened_source(opened), start, prefix, page)
+        paging = Paging(max(0, start), page, show, prefix, bool(earlier), bool(more))
+        conv = await run_in_threadpool(_opened_conversation, opened, paging)
+        return await run_in_threadpool(_entries, conv)
+
+    @router.get("/open/{token}/find")
+    @guarded
+    async def opened_find(request: Request, who: Who, token: str, q: str = "", show: str = "") -> Response:
+        opened = viewer.opened.get(token, who.owner)
+        if opened is None or opened.kind != "session":
+            return HTMLResponse("", status_code=404, headers=SECURITY_HEADERS)
+        text = _find_text(q)
+        found = await run_in_threadpool(lambda: _opened_index(opened).positions(
+            text=text, show=activity.valid_show(show), limit=FIND_LIMIT + 1)) if text else []
+        return _found(q, found)
+
+    def _opened_index(opened: Opened) -> SessionIndex:
+        index = opened.cache.get("index")
+        if index is None:
+            assert opened.result is not None
+            index = opened.cache.setdefault("index", SessionIndex(opened.result.session.entries))
+        return cast(SessionIndex, index)
+
+    def _opened_conversation(opened: Opened, paging: Paging) -> Conversation:
+        source = viewer.opened_source(opened)
+        return _conversation(lambda first, count: source, _opened_index(opened).positions, paging)
+
+    def _find_text(q: str) -> str | None:
+        return q.replace("\x00", "").strip()[:500] or None
+
+    def _found(q: str, found: Sequence[int]) -> Response:
+        return JSONResponse({"query": q, "positions": list(found[:FIND_LIMIT]), "more": len(found) > FIND_LIMIT},
+                            headers=SECURITY_HEADERS)
 
     @router.get("/open/{token}/export.html")
     @guarded
@@ -566,10 +676,10 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
             return viewer.error(request, who, 404, "Not open any more", "Open the file again to export it.")
         return _export(viewer.opened_source(opened))
 
-    def _render_opened(request: Request, who: Who, opened: Opened, start: int) -> Response:
+    def _render_opened(request: Request, who: Who, opened: Opened, start: int, show: str = "") -> Response:
         if opened.kind == "session":
-            source = viewer.opened_source(opened)
-            return viewer.page(request, "session.html", who, conv=source.conversation(start), nav="open")
+            conv = _opened_conversation(opened, Paging(max(0, start), show=show))
+            return viewer.page(request, "session.html", who, conv=conv, nav="open", shows=SHOWS)
         if opened.kind == "trace":
             return trace_pages.opened_trace_page(viewer, request, who, opened)
         if opened.kind == "schema_version":
@@ -580,12 +690,8 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
             return viewer.page(request, "body.html", who, opened=opened, nav="open")
         return viewer.page(request, "opened_invalid.html", who, opened=opened, nav="open")
 
-    def _entries(source: Source, start: int, prefix: str, page: int = html.PAGE_ENTRIES) -> Response:
-        prefix = "".join(ch for ch in prefix if ch.isalnum() or ch in "-_")[:20]
-        conv = source.conversation(start, prefix=prefix, page=max(1, min(page, MAX_PAGE_ENTRIES)))
-        body = html.render("entries_fragment.html", base=viewer.prefix, entries=conv.entries, prefix=prefix,
-                           next_url=conv.next_url, next_page=conv.next_page, remaining=conv.remaining,
-                           tail=conv.tail)
+    def _entries(conv: Conversation) -> Response:
+        body = html.render("entries_fragment.html", base=viewer.prefix, conv=conv)
         return HTMLResponse(body, headers=SECURITY_HEADERS)
 
     def _export(source: Source) -> Response:
@@ -707,6 +813,45 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
                            a=a, b=b, choices=choices)
 
     return router
+
+
+@dataclass(frozen=True)
+class Paging:
+    """Which entries of a session a page or fragment draws."""
+
+    start: int
+    page: int = html.PAGE_ENTRIES
+    show: str = ""
+    prefix: str = ""
+    earlier: bool = True
+    more: bool = True
+
+
+#: The ways a session page can be narrowed, with their labels, for its toolbar.
+SHOWS = [("", activity.SHOW_LABELS[""]), *((value, activity.SHOW_LABELS[value]) for value in activity.SHOW_CHOICES)]
+
+
+def _conversation(window: Callable[[int, int], Source], find: Callable[..., Sequence[int]],
+                  paging: Paging) -> Conversation:
+    """The conversation a page or fragment draws: ``page`` entries from ``start``, or, on a
+    page narrowed to ``show``, the entries that show from the next one that does (at
+    most SHOW_SPAN entries on from it), found without reading the others."""
+    prefix = "".join(ch for ch in paging.prefix if ch.isalnum() or ch in "-_")[:20]
+    page = max(1, min(paging.page, MAX_PAGE_ENTRIES))
+    show = activity.valid_show(paging.show)
+    if not show:
+        return window(paging.start, page).conversation(paging.start, prefix=prefix, page=page,
+                                                       earlier=paging.earlier, more=paging.more)
+    found = list(find(show=show, start=paging.start, limit=page))
+    if not found:
+        source = window(paging.start, 1)
+        end = source.view.entry_count
+        return source.conversation(end, prefix=prefix, stop=end, only=[], show=show, earlier=False, more=False)
+    first = found[0]
+    only = [position for position in found if position - first < SHOW_SPAN]
+    stop = only[-1] + 1
+    return window(first, stop - first).conversation(first, prefix=prefix, stop=stop, only=only, show=show,
+                                                     earlier=False, more=paging.more)
 
 
 def _local(target: str, prefix: str) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,7 +31,7 @@ from markupsafe import Markup, escape
 
 from agentfolio import _json
 from agentfolio.model import FunctionCallContent, FunctionResultContent, Message, OpaqueEntry, Session
-from agentfolio.present import risk, rules
+from agentfolio.present import activity, risk, rules
 
 #: Entries rendered per page of a long session (the first screen, then more on scroll).
 PAGE_ENTRIES = 40
@@ -259,6 +260,10 @@ class SegmentView:
     exception: str | None = None
     #: Where a media or file segment's bytes are, shown whether they load or not.
     source_url: str | None = None
+    #: For a tool call: seconds until its result, where both carry a time of their own.
+    latency: float | None = None
+    #: Its anchor in the page (``e<entry>.m<message>.c<content>``), where it has one.
+    place: str | None = None
     #: A text's sources; reasoning the provider hid; a call the provider ran and what it did.
     citations: list[rules.CitationLink] = field(default_factory=list)
     redacted: bool = False
@@ -277,6 +282,8 @@ class MessageView:
     index: str
     message_id: str | None = None
     more: dict[str, Any] = field(default_factory=dict)
+    #: Its anchor in the page (``e<entry>.m<message>``), None for an outcome's message.
+    place: str | None = None
 
 
 @dataclass(slots=True)
@@ -294,6 +301,10 @@ class EntryView:
     replaced: str | None = None
     #: How the requests this entry ends came out (durable state 2.0).
     outcomes: list[OutcomeView] = field(default_factory=list)
+    #: On a narrowed page: the entries before this one (since the previous one shown) left out.
+    skipped: int = 0
+    #: Seconds since the latest request, for an answer (None: not known from this view).
+    latency: float | None = None
 
 
 @dataclass(slots=True)
@@ -320,6 +331,11 @@ class SessionView:
     properties: dict[str, Any] = field(default_factory=dict)
     offset: int = 0
     total: int | None = None
+    #: Seconds each answer took (by entry position) and each tool call (by ``id(call)``),
+    #: where the records' times allow; ``stats``: the whole session's (None for a window).
+    latencies: dict[int, float] = field(default_factory=dict)
+    tool_latencies: dict[int, float] = field(default_factory=dict)
+    stats: SessionStats | None = None
 
     @property
     def partial(self) -> bool:
@@ -336,21 +352,36 @@ class SessionView:
         return self.message_offsets[-1] if self.message_offsets else 0
 
 
+@dataclass(slots=True)
+class SessionStats:
+    """A whole session's latency and usage, shown in its header."""
+
+    responses: activity.LatencyStats
+    tools: activity.LatencyStats
+    facts: activity.SessionFacts
+
+
 def session_view(session: Session, *, offset: int = 0, total: int | None = None) -> SessionView:
     """The view of a whole session, or (``offset``, ``total``) of a window of one."""
     offsets = [0]
     for entry in session.entries:
         offsets.append(offsets[-1] + len(entry.items))
     places = rules.outcome_places(session, rules.outcomes(session))
-    view = SessionView(session, rules.pair_tool_calls(session), None, None, offsets,
+    pairs = rules.pair_tool_calls(session)
+    view = SessionView(session, pairs, None, None, offsets,
                        model=rules.session_model(session), properties=rules.session_properties(session),
                        offset=offset, total=total)
+    facts, _, latencies = activity.session_facts(session)
+    view.latencies = {offset + index: seconds for index, seconds in enumerate(latencies) if seconds is not None}
+    view.tool_latencies = activity.tool_latencies(session, pairs)
     if view.partial:
         # Where an outcome goes is known only within the window; the whole view places the rest.
         view.outcome_places = {index + offset: found for index, found in places.items() if index >= 0}
     else:
         view.outcome_places = places
         view.totals, view.tools = rules.token_totals(session), rules.tools_of(session)
+        view.stats = SessionStats(activity.LatencyStats.of(facts.latencies),
+                                  activity.LatencyStats.of(list(view.tool_latencies.values())), facts)
     return view
 
 
@@ -364,38 +395,58 @@ def _outcome_view(outcome: rules.Outcome, pairs: rules.ToolPairs) -> OutcomeView
                                  for number, message in enumerate(outcome.messages)])
 
 
-def entry_views(view: SessionView, start: int = 0, stop: int | None = None) -> list[EntryView]:
+def entry_views(view: SessionView, start: int = 0, stop: int | None = None, *, only: Sequence[int] | None = None,
+                 show: str | None = None) -> list[EntryView]:
+    """The entries from ``start`` to ``stop`` (those the view holds); ``only``: just these
+    positions; ``show``: only the messages and contents a page narrowed to it shows."""
     entries = view.session.entries
     end = view.offset + len(entries)
     stop = end if stop is None else min(stop, end)
-    result = []
+    chosen = set(only) if only is not None else None
+    result: list[EntryView] = []
+    shown_until = max(view.offset, start)
     for index in range(max(view.offset, start), stop):
+        if chosen is not None and index not in chosen:
+            continue
         entry = entries[index - view.offset]
+        skipped, shown_until = index - shown_until, index + 1
         if isinstance(entry, OpaqueEntry):
-            result.append(EntryView(index, entry.kind, None, None, [], None, raw=entry.to_json_value()))
+            result.append(EntryView(index, entry.kind, None, None, [], None, raw=entry.to_json_value(),
+                                    skipped=skipped))
             continue
         usage = rules.entry_usage(entry)
-        messages = [_message_view(message, view.pairs, f"{index}.{number}")
-                    for number, message in enumerate(entry.items)]
+        messages = [_message_view(message, view.pairs, f"{index}.{number}", show, view.tool_latencies,
+                                  f"e{index}.m{number}")
+                    for number, message in enumerate(entry.items) if not show or activity.message_shows(message, show)]
         shown = EntryView(index, entry.kind, entry.created_at, entry.correlation_id, messages,
                           rules.format_usage(usage) if usage is not None else None,
-                          more=rules.more_properties(entry, rules.ENTRY_DRAWN),
-                          outcomes=[_outcome_view(outcome, view.pairs)
-                                    for outcome in view.outcome_places.get(index, [])])
+                          more={} if show else rules.more_properties(entry, rules.ENTRY_DRAWN),
+                          outcomes=[] if show else [_outcome_view(outcome, view.pairs)
+                                                    for outcome in view.outcome_places.get(index, [])],
+                          skipped=skipped, latency=view.latencies.get(index))
         if entry.kind == "compaction":
             shown.replaced = rules.compaction_range(view.session, index)
         result.append(shown)
     return result
 
 
-def _message_view(message: Message, pairs: rules.ToolPairs, index: str) -> MessageView:
+def _message_view(message: Message, pairs: rules.ToolPairs, index: str, show: str | None = None,
+                  latencies: dict[int, float] | None = None, place: str | None = None) -> MessageView:
     role = message.role or "?"
-    return MessageView(role, role_class(message.role), message.author_name, message.created_at,
-                       [segment_view(content, pairs) for content in message.items], index,
-                       message.message_id, rules.more_properties(message, rules.MESSAGE_DRAWN))
+    segments = []
+    for number, content in enumerate(message.items):
+        if show and not activity.segment_shows(content, show):
+            continue
+        segment = segment_view(content, pairs, latencies)
+        segment.place = f"{place}.c{number}" if place else None
+        segments.append(segment)
+    return MessageView(role, role_class(message.role), message.author_name, message.created_at, segments, index,
+                       message.message_id, {} if show else rules.more_properties(message, rules.MESSAGE_DRAWN),
+                       place=place)
 
 
-def segment_view(content: Any, pairs: rules.ToolPairs | None = None) -> SegmentView:
+def segment_view(content: Any, pairs: rules.ToolPairs | None = None,
+                 latencies: dict[int, float] | None = None) -> SegmentView:
     kind = rules.segment_kind(content)
     view = SegmentView(kind, content, folded=rules.is_folded(content, kind),
                        more=rules.more_properties(content, rules.CONTENT_DRAWN) if kind != "raw" else {})
@@ -407,6 +458,7 @@ def segment_view(content: Any, pairs: rules.ToolPairs | None = None) -> SegmentV
         view.server = rules.is_server_call(content)
         view.details = rules.server_details(content) or None
         view.result = pairs.result_of(content) if pairs else None
+        view.latency = latencies.get(id(content)) if latencies else None
         view.failed = rules.call_failed(view.result)
         view.anchor = _anchor(content.call_id)
         view.exception = rules.call_exception(view.result)
@@ -437,6 +489,27 @@ def _anchor(call_id: str | None) -> str | None:
     return "call-" + "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in call_id)[:80]
 
 
+# -- validation pointers ---------------------------------------------------------------
+
+_HISTORY_POINTER = re.compile(r"/data/conversationHistory/(\d+)(?:/messages/(\d+)(?:/contents/(\d+))?)?(?:/|$)")
+
+
+def pointer_target(pointer: str | None, page_url: str | None, prefix: str = "", first_screen: int = 0) -> str | None:
+    """Where a validation problem's JSON pointer leads on the session page: the entry (and
+    message and content) it names, as a link that opens the page on it; None when the
+    pointer names no entry of the history.  ``first_screen``: entries before it are on the
+    page's first screen, so a link to them needs no ``start``."""
+    found = _HISTORY_POINTER.match(pointer or "")
+    if found is None or page_url is None:
+        return None
+    entry, message, content = (int(part) if part is not None else None for part in found.groups())
+    assert entry is not None
+    anchor = f"{prefix}e{entry}" + (f".m{message}" if message is not None else "") + \
+        (f".c{content}" if content is not None else "")
+    query = f"?start={entry}" if entry >= first_screen else ""
+    return f"{page_url}{query}#{anchor}"
+
+
 # -- templates -------------------------------------------------------------------------
 
 
@@ -458,7 +531,8 @@ def environment() -> Environment:
                        usage=lambda usage: rules.format_usage(usage) if usage is not None else "tokens: not reported",
                        time=short_time, one_line=rules.one_line, url=rules.shown_url,
                        duration=rules.human_duration, risk_label=risk.risk_label)
-    env.globals.update(json_tree=json_tree, json_limit=JSON_PREVIEW_CHARS, long_text_chars=rules.LONG_TEXT_CHARS,
+    env.globals.update(json_tree=json_tree, show_labels=activity.SHOW_LABELS, pointer_target=pointer_target,
+                       json_limit=JSON_PREVIEW_CHARS, long_text_chars=rules.LONG_TEXT_CHARS,
                        body_media=lambda part: rules.find_media(part.to_dict(), limit=1), risk_legend=risk.scale_legend)
     return env
 

@@ -37,7 +37,7 @@ from agentfolio.app.traces import (
     TraceRows,
 )
 from agentfolio.errors import AgentfolioError
-from agentfolio.present.durations import duration_label, moment_label, offset_label
+from agentfolio.present.durations import duration_label, moment_label, offset_label, span_duration_label
 from agentfolio.web import html
 from agentfolio.web.trace_files import FileTrace, SpanNode, SpanValidation, Trace, build_trace, trace_from_document
 
@@ -48,6 +48,8 @@ __all__ = ["FileTrace", "SpanNode", "SpanValidation", "Trace", "add_routes", "bu
 
 #: Rows drawn before a linked span when a page opens on it.
 ROWS_BEFORE_LINKED = 40
+#: Rows in the page as it opens (a few screens); the list reads more as it scrolls.
+FIRST_ROWS = 100
 _CSS_TOKEN = re.compile(r"[^a-z0-9_-]")
 #: Closest two axis labels may be, in percent of the axis.
 TICK_GAP = 9.0
@@ -103,51 +105,31 @@ class Timeline:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RowView:
+    """A row as the template draws it, every value worked out once."""
+
     row: SpanRow
-    timeline: Timeline
+    name: str
+    status_class: str
+    indent: int
+    start: int | None
+    end: int | None
+    start_label: str
+    duration_label: str
+    #: The bar's left edge and width, in percent of the timeline.
+    bar: tuple[float, float] | None
 
-    @property
-    def name(self) -> str:
-        return self.row.summary or self.row.title
 
-    @property
-    def status_class(self) -> str:
-        return css_token(self.row.status)
-
-    @property
-    def indent(self) -> int:
-        return min(self.row.depth, MAX_INDENT)
-
-    @property
-    def start(self) -> int | None:
-        return self.timeline.offset(self.row.started_us)
-
-    @property
-    def end(self) -> int | None:
-        finished = self.row.finished_us if self.row.finished_us is not None else self.timeline.last_us
-        return self.timeline.offset(finished)
-
-    @property
-    def start_label(self) -> str:
-        return offset_label(self.start)
-
-    @property
-    def duration_label(self) -> str:
-        if self.row.started_us is None:
-            return "not started"
-        if self.row.finished_us is None:
-            return "running"
-        return duration_label(self.row.finished_us - self.row.started_us)
-
-    @property
-    def bar(self) -> tuple[float, float] | None:
-        """The bar's left edge and width, in percent of the timeline."""
-        if self.start is None or self.end is None:
-            return None
-        total = self.timeline.total_us
-        return (round(self.start / total * 100, 3), round(max((self.end - self.start) / total * 100, 0.15), 3))
+def row_view(row: SpanRow, timeline: Timeline) -> RowView:
+    start = timeline.offset(row.started_us)
+    end = timeline.offset(row.finished_us if row.finished_us is not None else timeline.last_us)
+    bar = None
+    if start is not None and end is not None:
+        total = timeline.total_us
+        bar = (round(start / total * 100, 3), round(max((end - start) / total * 100, 0.15), 3))
+    return RowView(row, row.summary or row.title, css_token(row.status), min(row.depth, MAX_INDENT), start, end,
+                   offset_label(start), span_duration_label(row.started_us, row.finished_us), bar)
 
 
 @dataclass
@@ -162,7 +144,7 @@ class DetailView:
 
     @property
     def row(self) -> RowView:
-        return RowView(self.detail.row, self.timeline)
+        return row_view(self.detail.row, self.timeline)
 
     @property
     def started_label(self) -> str:
@@ -237,7 +219,8 @@ class StoredTrace:
         return rows
 
     def around(self, span_id: str) -> TraceRows:
-        rows: TraceRows = self.service.around(self.principal, self.instance_id, span_id, before=ROWS_BEFORE_LINKED)
+        rows: TraceRows = self.service.around(self.principal, self.instance_id, span_id, before=ROWS_BEFORE_LINKED,
+                                              after=FIRST_ROWS)
         return rows
 
     def span(self, span_id: str) -> SpanDetail:
@@ -267,7 +250,7 @@ class OpenedTrace:
         return self.file.rows(**options)
 
     def around(self, span_id: str) -> TraceRows:
-        return self.file.around(span_id, before=ROWS_BEFORE_LINKED)
+        return self.file.around(span_id, before=ROWS_BEFORE_LINKED, after=FIRST_ROWS)
 
     def span(self, span_id: str) -> SpanDetail:
         return self.file.span(span_id)
@@ -278,7 +261,7 @@ class OpenedTrace:
 
 def _rows_context(source: TraceSource, found: TraceRows) -> dict[str, Any]:
     timeline = source.timeline()
-    return {"rows": [RowView(row, timeline) for row in found.rows], "more_before": found.more_before,
+    return {"rows": [row_view(row, timeline) for row in found.rows], "more_before": found.more_before,
             "more_after": found.more_after, "rows_url": source.url + "/rows", "within": None}
 
 
@@ -291,7 +274,7 @@ def trace_page_context(source: TraceSource, span_id: str | None) -> dict[str, An
         found = source.around(span_id)
         selected = detail_view(source.span(span_id), timeline, source.url)
     else:
-        found = source.rows()
+        found = source.rows(limit=FIRST_ROWS)
     return {"source": source, "timeline": timeline, "selected": selected, "total_us": timeline.total_us,
             "duration_label": duration_label, "moment_label": moment_label, **_rows_context(source, found)}
 

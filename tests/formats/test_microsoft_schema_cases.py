@@ -1,6 +1,6 @@
 """Microsoft's own JSON-Schema-Test-Suite cases for durable agent state, every one run.
 
-Provenance and how each group is run: tests/fixtures/durable_state/microsoft_schema_tests/README.md.
+Provenance and how each group is run: tests/fixtures/microsoft_schema_tests/README.md.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import pytest
 from agentfolio import _json
 from agentfolio.formats import durable_state
 from agentfolio.formats.schema_check import bundled_schema
+from agentfolio.model import Session
 
-CASES = Path(__file__).parent.parent / "fixtures" / "durable_state" / "microsoft_schema_tests"
+CASES = Path(__file__).parent.parent / "fixtures" / "microsoft_schema_tests"
 SCHEMA_ID = "https://github.com/microsoft/agent-framework-durable-extension/schemas/durable-agent-entity-state.json"
 SHA256 = {
     "validation-cases.json": "9cc854d1dce13a896e47adfc4c53e0361b201c6a99f04a56dc75748426afb1e6",
@@ -134,7 +135,7 @@ def test_what_a_valid_case_holds_survives_a_round_trip(ref: str, data: Any, vali
     written = durable_state.write(read.session)
     assert exact(written) == exact(document)
     # ...and through the model's own serializer too, not only the entries' remembered JSON.
-    rebuilt = durable_state.Session.model_validate(document)
+    rebuilt = Session.model_validate(document)
     assert exact(durable_state.write(rebuilt)) == exact(document)
 
 

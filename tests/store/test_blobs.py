@@ -16,7 +16,9 @@ from agentfolio.store.blobs import S3BlobStore
 
 
 def big_state() -> dict:
-    large = {"$type": "functionResult", "callId": "c", "result": "x" * 5000}
+    # A word in content moved to the blob store stays searchable.  (One 5,000-letter word
+    # would not be: PostgreSQL indexes words of up to 2,047 characters.)
+    large = {"$type": "functionResult", "callId": "c", "result": "needle " + "x" * 5000}
     part = {"$type": "part", "name": "/attachments/a.txt", "contentType": "text/plain", "content": "small"}
     return {"schemaVersion": "1.2.0", "data": {"conversationHistory": [
         {"$type": "response", "messages": [{"role": "tool", "contents": [
@@ -36,7 +38,7 @@ def test_folder_blobs(settings) -> None:
             body = connection.exec_driver_sql("SELECT body FROM entries").scalar_one()
         assert b"xxxxx" not in bytes(body) and b"$agentfolio:blob" in bytes(body)
         assert store.sessions.of(account).get_bytes(created.session.id)[1] == orjson.dumps(document)
-        assert [s.id for s in store.sessions.of(account).list(text="xxxxxxxx")] == [created.session.id]
+        assert [s.id for s in store.sessions.of(account).list(text="needle")] == [created.session.id]
         store.sessions.of(account).append(created.session.id, document["data"]["conversationHistory"][0],
                               expected_version=1, strict=False)
         _, back = store.sessions.of(account).get_document(created.session.id)

@@ -191,3 +191,66 @@ def test_every_sort_the_application_offers_is_one_the_store_knows() -> None:
     from agentfolio.store.sessions import SORTS
 
     assert set(SESSION_SORTS) == set(SORTS)
+
+
+@pytest.mark.parametrize("show", ["tools", "errors", "role:user", "role:assistant", "role:tool", "role:system"])
+def test_finding_in_the_store_and_in_memory_agree(store: Store, show: str) -> None:
+    from agentfolio.formats import durable_state
+    from agentfolio.present.search import SessionIndex
+    from agentfolio.samples.showcase import timed_session
+
+    account = store.accounts.ensure("alice")
+    document = timed_session(30, seed=3, failures=0.4)
+    document["data"]["conversationHistory"].extend(history(10, seed=4))
+    store.sessions.of(account).create(document, session_id="s")
+    index = SessionIndex(durable_state.read(document).session.entries)
+    assert store.sessions.of(account).find_positions("s", show=show) == index.positions(show=show)
+    for text in ("PACK A RAINCOAT", "lyon", "question 3", "nothing like this"):
+        assert store.sessions.of(account).find_positions("s", text=text, show=show) == \
+            index.positions(text=text, show=show)
+    found = index.positions(show=show)
+    if len(found) > 3:
+        assert store.sessions.of(account).find_positions("s", show=show, start=found[2] + 1, limit=1) == [found[3]]
+
+
+def test_finding_counts_a_session_written_before_its_entries_were_counted(store: Store) -> None:
+    account = store.accounts.ensure("alice")
+    store.sessions.of(account).create(state(*history(6, seed=5)), session_id="old")
+    expected = store.sessions.of(account).find_positions("old", show="tools")
+    with store.engine.begin() as connection:
+        connection.execute(sa.update(sessions_table).values(facts_version=None))
+        connection.execute(sa.update(entries_table).values(tool_calls=None, roles=None, failed_tools=None))
+    assert store.sessions.of(account).find_positions("old", show="tools") == expected != []
+
+
+def test_activity_reads_each_timed_entry_of_an_agent(store: Store) -> None:
+    from agentfolio.present.activity import activity_over_time
+    from agentfolio.samples.showcase import timed_session
+
+    account = store.accounts.ensure("alice")
+    for number in range(4):
+        store.sessions.of(account).create(timed_session(5, seed=number, day=2 * number), session_id=f"t{number}",
+                              agent="Atlas" if number % 2 else "Breeze")
+    points = store.sessions.of(account).activity(agent="Atlas")
+    assert [point.kind for point in points].count("request") == 0  # only what was counted
+    assert len([point for point in points if point.latency is not None]) == 10
+    assert points == sorted(points, key=lambda point: point.at)
+    over_time = activity_over_time(points)
+    assert over_time.unit == "day" and len(over_time.buckets) == 5  # t1 on day 2, t3 on day 6
+    assert [bucket.answers for bucket in over_time.buckets] == [5, 0, 0, 0, 5]  # empty days stay in the chart
+    assert dict(store.sessions.of(account).agents()) == {"Atlas": 2, "Breeze": 2}
+    assert store.sessions.of(store.accounts.ensure("bob")).activity(agent="Atlas") == []
+
+
+def test_finding_and_activity_stay_in_their_account(store: Store) -> None:
+    from agentfolio.store import NotFound
+
+    alice, bob = store.accounts.ensure("alice"), store.accounts.ensure("bob")
+    store.sessions.of(alice).create(state(*history(3, seed=6)), session_id="same", agent="Atlas")
+    store.sessions.of(bob).create(state(*history(5, seed=7)), session_id="same", agent="Breeze")
+    assert len(store.sessions.of(alice).find_positions("same", show="tools")) == 3
+    assert len(store.sessions.of(bob).find_positions("same", show="tools")) == 5
+    with pytest.raises(NotFound):
+        store.sessions.of(store.accounts.ensure("carol")).find_positions("same", text="question")
+    assert store.sessions.of(alice).agents() == [("Atlas", 1)]
+    assert len(store.sessions.of(alice).activity()) == 3 and len(store.sessions.of(bob).activity()) == 5

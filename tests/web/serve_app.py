@@ -39,6 +39,10 @@ def build(data_dir: Path, long_messages: int = 0, many: int = 0,
     sessions.create(account, samples.showcase_session()["session"], session_id="showcase", agent="Atlas",
                     strict=False)
     sessions.create(account, xss_session()["session"], session_id="xss", agent="Mallory", strict=False)
+    # Turns that take time, over a week, for latency and the per-agent charts.
+    for number in range(10):
+        sessions.create(account, samples.timed_session(6, seed=number, day=number % 7),
+                        session_id=f"timed-{number}", agent="Atlas" if number % 3 else "Breeze")
     if long_messages:
         sessions.create(account, samples.durable_session(long_messages, seed=3), session_id="long",
                         agent="Atlas")

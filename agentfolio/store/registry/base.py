@@ -12,6 +12,9 @@ from sqlalchemy.sql.elements import ColumnElement
 from agentfolio.registry.listing import PageRequest
 from agentfolio.store.scope import AccountScope
 
+#: Rows a list counts past its page before it estimates instead (see :meth:`Rows._page`).
+COUNT_WINDOW = 10_000
+
 
 def eq(column: Any, value: str) -> ColumnElement[bool]:
     """``column = value`` for a filter; a value no stored text can hold matches nothing
@@ -30,13 +33,32 @@ class Rows:
 
     def _page(self, table: sa.Table, where: Sequence[ColumnElement[bool]], page: PageRequest,
               sortable: Mapping[str, Any]) -> tuple[list[Row[Any]], int]:
-        """One page of the account's rows matching ``where``, and how many match in all."""
-        total = self.conn.execute(self.scope.count(table).where(*where)).scalar_one()
+        """One page of the account's rows matching ``where``, and how many match in all.
+
+        The count reads at most :data:`COUNT_WINDOW` rows past the page, so a page costs
+        the same however many rows the account has: below that the count is exact; past
+        it, it is PostgreSQL's estimate (SQLite: the rows counted), never less than the
+        rows counted — so ``next_page_offset`` stays exact and only ``item_count`` and
+        ``page_count`` are approximate on very long lists.
+        """
         column = sortable[page.sorting.field]
         descending = page.sorting.direction == "desc"
         order = [column.desc() if descending else column.asc()]
         if page.sorting.field != "id":
             order.append(table.c.id.desc() if descending else table.c.id.asc())
-        rows = self.conn.execute(self.scope.select(table).where(*where).order_by(*order)
-                                 .offset(page.offset).limit(page.page_size)).all()
-        return list(rows), total
+        chosen = self.scope.select(table).where(*where)
+        rows = self.conn.execute(chosen.order_by(*order).offset(page.offset).limit(page.page_size)).all()
+        cap = page.offset + page.page_size + COUNT_WINDOW
+        counted = self.conn.execute(sa.select(sa.func.count()).select_from(
+            self.scope.select(table, table.c.id).where(*where).limit(cap).subquery())).scalar_one()
+        if counted >= cap:
+            counted = max(counted, self._estimate(chosen))
+        return list(rows), counted
+
+    def _estimate(self, statement: sa.Select[Any]) -> int:
+        """The planner's estimate of how many rows ``statement`` returns (0 where there is none)."""
+        if self.conn.dialect.name != "postgresql":
+            return 0
+        compiled = statement.compile(dialect=self.conn.dialect)
+        plan = self.conn.exec_driver_sql("EXPLAIN (FORMAT JSON) " + str(compiled), compiled.params).scalar_one()
+        return int(plan[0]["Plan"]["Plan Rows"])

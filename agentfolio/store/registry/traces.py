@@ -79,10 +79,12 @@ class TraceSpans(Rows):
         # A walk runs the same few statements many times with other values: built once.
         self._statements: dict[tuple[Any, ...], Any] = {}
 
-    def _skeleton(self) -> tuple[Any, ...]:
-        """The skeleton columns and whether each span has children (an index probe)."""
+    @staticmethod
+    def _skeleton() -> tuple[Any, ...]:
+        """The skeleton columns and whether each span has children (an index probe; the
+        children of a span of this account's trace are in that trace)."""
         child = cast(sa.Alias, t_spans.alias("child"))
-        has_children = sa.exists().where(self.scope.owns(child), child.c.instance_id == t_spans.c.instance_id,
+        has_children = sa.exists().where(child.c.instance_id == t_spans.c.instance_id,
                                          child.c.parent_span_id == t_spans.c.id, child.c.parent_found.is_(True))
         return (*SKELETON, has_children.label("has_children"))
 
@@ -151,13 +153,15 @@ class TraceSpans(Rows):
     def ancestors(self, instance_id: str, span_id: str) -> list[Row[Any]]:
         """The span and each of its ancestors up to its root (at most :data:`MAX_DEPTH`)."""
         level = sa.literal(0).label("level")
-        chain = (self.scope.select(t_spans, *SKELETON, level)
+        chain = (self.scope.select(t_spans, *SKELETON, t_spans.c.instance_id, level)
                  .where(t_spans.c.instance_id == instance_id, eq(t_spans.c.id, span_id))
                  .cte("chain", recursive=True))
         up = cast(sa.Alias, t_spans.alias("up"))
-        step = (self.scope.select(up, *(up.c[column.name] for column in SKELETON), (chain.c.level + 1).label("level"))
+        # Each step stays in the trace of the chain's first row, which the scope chose.
+        step = (sa.select(*(up.c[column.name] for column in SKELETON), up.c.instance_id,
+                          (chain.c.level + 1).label("level"))
                 .where(up.c.id == chain.c.parent_span_id, chain.c.parent_found.is_(True),
-                       up.c.instance_id == instance_id, chain.c.level < MAX_DEPTH))
+                       up.c.instance_id == chain.c.instance_id, chain.c.level < MAX_DEPTH))
         chain = chain.union_all(step)
         return list(self.conn.execute(sa.select(chain).order_by(chain.c.level)).all())
 
@@ -266,7 +270,8 @@ class TraceList(Rows):
                            value.label("sort_value"))
                  .select_from(t_instances.join(t_agents, t_agents.c.id == t_instances.c.agent_id)
                               .outerjoin(t_stats, t_stats.c.instance_id == t_instances.c.id))
-                 .where(self.scope.owns(t_instances), self.scope.owns(t_agents)))
+                 # The agent and the counts are the scoped instance's own.
+                 .where(self.scope.owns(t_instances)))
         if only_agent is not None:
             query = query.where(t_instances.c.agent_id == only_agent)
         if filters.status:

@@ -115,6 +115,7 @@
       parent.replaceChild(fragment, node);
     }
     for (var m = 0; m < marks.length; m++) openAncestors(marks[m]);
+    element.lastMarks = marks;
     return first;
   }
 
@@ -124,12 +125,140 @@
     }
   }
 
+  /* A stored session or an opened file is found in on the server, across all of it:
+     the answer is the positions of the entries that match; stepping to one not on the
+     page loads the entries around it in place of those shown. */
+
+  var server = { query: "", positions: [], more: false, index: -1, marks: [], mark: -1, asked: 0, move: 0, landed: 0 };
+
+  function serverConversation() {
+    var conv = document.querySelector(".conversation[data-find-url]");
+    return conv && window.fetch ? conv : null;
+  }
+
+  function setStatus(text) {
+    var status = document.querySelector(".find-status");
+    if (status) status.textContent = text;
+    showButtons();
+  }
+
+  function showButtons() {
+    var buttons = document.querySelectorAll(".find-prev, .find-next");
+    for (var i = 0; i < buttons.length; i++) buttons[i].hidden = hits.length < 2 && server.positions.length < 2;
+  }
+
+  function serverFind(conv, query) {
+    clearMarks();
+    var needle = (query || "").trim();
+    server = { query: needle.toLowerCase(), positions: [], more: false, index: -1, marks: [], mark: -1,
+               asked: server.asked + 1, move: 0, landed: 0 };
+    if (!needle) { setStatus(""); return; }
+    var asked = server.asked;
+    var url = conv.getAttribute("data-find-url") + "?q=" + encodeURIComponent(needle);
+    var show = conv.getAttribute("data-show");
+    if (show) url += "&show=" + encodeURIComponent(show);
+    setStatus("finding…");
+    window.fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
+      .then(function (response) { return response.json(); })
+      .then(function (found) {
+        if (asked !== server.asked) return; // a newer search went out meanwhile
+        server.positions = found.positions || [];
+        server.more = !!found.more;
+        if (!server.positions.length) { setStatus("no matches in this session"); return; }
+        goToMatch(conv, firstMatchOnScreen(conv), 1);
+      })
+      .catch(function () { if (asked === server.asked) setStatus("the search failed; try again"); });
+  }
+
+  function firstMatchOnScreen(conv) {
+    // The first match at or after the entry at the top of the screen, else the first.
+    var top = currentEntry(conv);
+    var at = top ? parseInt(top.getAttribute("data-entry"), 10) : 0;
+    for (var i = 0; i < server.positions.length; i++) if (server.positions[i] >= at) return i;
+    return 0;
+  }
+
+  function entryElement(conv, position) {
+    return document.getElementById((conv.getAttribute("data-prefix") || "") + "e" + position);
+  }
+
+  function loadAround(conv, position, current) {
+    // The page of entries around `position`, with links to those before and after it.
+    var start = Math.max(0, position - 2);
+    var url = conv.getAttribute("data-entries-url") + "?start=" + start + "&earlier=1";
+    var show = conv.getAttribute("data-show");
+    if (show) url += "&show=" + encodeURIComponent(show);
+    return window.fetch(url, { credentials: "same-origin", headers: { "HX-Request": "true" } })
+      .then(function (response) {
+        if (!response.ok) throw new Error("entries " + response.status);
+        return response.text();
+      })
+      .then(function (markup) {
+        if (!current()) return null; // a later step went elsewhere meanwhile
+        var holder = conv.querySelector(".entries");
+        holder.innerHTML = markup;
+        if (window.htmx) window.htmx.process(holder);
+        applyFolds(holder);
+        return entryElement(conv, position);
+      });
+  }
+
+  function goToMatch(conv, index, direction) {
+    var count = server.positions.length;
+    server.index = ((index % count) + count) % count;
+    var position = server.positions[server.index];
+    var asked = server.asked;
+    var move = server.move = (server.move || 0) + 1; // only the latest step lands
+    var element = entryElement(conv, position);
+    var ready = element ? Promise.resolve(element) : loadAround(conv, position, function () {
+      return asked === server.asked && move === server.move;
+    });
+    ready.then(function (section) {
+      if (asked !== server.asked || move !== server.move || !section) return;
+      clearMarks();
+      markText(section, server.query);
+      server.marks = section.lastMarks || [];
+      section.classList.add("hit");
+      hits = server.marks.length ? server.marks.slice() : [section];
+      server.mark = direction < 0 ? hits.length - 1 : 0;
+      server.landed = move;
+      showServerMark();
+    }).catch(function () { setStatus("could not load that part of the session"); });
+  }
+
+  function showServerMark() {
+    var target = hits[server.mark];
+    if (!target) return;
+    var old = document.querySelectorAll(".hit-current");
+    for (var i = 0; i < old.length; i++) old[i].classList.remove("hit-current");
+    target.classList.add("hit-current");
+    scrollBelowBars(target, true);
+    var text = (server.index + 1).toLocaleString() + " of " + server.positions.length.toLocaleString() +
+      (server.more ? "+" : "") + " matching entries";
+    if (hits.length > 1) text += " · " + (server.mark + 1) + "/" + hits.length + " in this entry";
+    setStatus(text);
+  }
+
+  function serverStep(conv, direction) {
+    if (!server.positions.length) return;
+    if (server.landed !== server.move) { goToMatch(conv, server.index + direction, direction); return; }
+    var next = server.mark + direction;
+    if (next >= 0 && next < hits.length && server.marks.length) {
+      server.mark = next;
+      showServerMark();
+    } else {
+      goToMatch(conv, server.index + direction, direction);
+    }
+  }
+
   function find(query) {
+    var conv = serverConversation();
+    if (conv) { serverFind(conv, query); return; }
     clearMarks();
     var needle = (query || "").trim().toLowerCase();
     var status = document.querySelector(".find-status");
     if (!needle) {
-      if (status) status.textContent = "";
+      setStatus("");
       return;
     }
     var units = document.querySelectorAll("main .seg, main .msg-head, main .span-row, main .tool-item");
@@ -167,6 +296,8 @@
   }
 
   function step(direction) {
+    var conv = serverConversation();
+    if (conv) { serverStep(conv, direction); return; }
     if (!hits.length) return;
     if (current >= 0 && hits[current]) {
       var old = hits[current].closest(".hit") || hits[current];
@@ -175,8 +306,85 @@
     current = (current + direction + hits.length) % hits.length;
     var target = hits[current];
     (target.closest(".hit") || target).classList.add("hit-current");
-    target.scrollIntoView({ block: "center" });
+    scrollBelowBars(target, true);
+    showButtons();
   }
+
+  /* -- moving about: below the sticky bars, j/k between turns, anchors ---------------- */
+
+  function barsBottom() {
+    // How far down the screen the bars that stay on it reach once the page scrolls
+    // (a sticky bar sits at its own `top` then, wherever it is drawn now).
+    var bottom = 0;
+    var bars = document.querySelectorAll(".top, .toolbar");
+    for (var i = 0; i < bars.length; i++) {
+      var style = window.getComputedStyle(bars[i]);
+      if (style.position !== "sticky" && style.position !== "fixed") continue;
+      var top = parseFloat(style.top) || 0;
+      bottom = Math.max(bottom, top + bars[i].getBoundingClientRect().height);
+    }
+    return bottom;
+  }
+
+  function scrollBelowBars(element, centre) {
+    var box = element.getBoundingClientRect();
+    var bars = barsBottom();
+    var room = window.innerHeight - bars;
+    var y = window.scrollY + box.top - bars - 8;
+    if (centre && box.height < room / 2) y -= (room - box.height) / 3;
+    window.scrollTo(0, Math.max(0, y));
+  }
+
+  function currentEntry(root) {
+    var sections = (root || document).querySelectorAll("main section.entry");
+    var line = barsBottom() + 12;
+    var found = null;
+    for (var i = 0; i < sections.length; i++) {
+      if (sections[i].getBoundingClientRect().top <= line) found = sections[i];
+      else break;
+    }
+    return found || sections[0] || null;
+  }
+
+  function stepTurn(direction) {
+    var sections = Array.prototype.slice.call(document.querySelectorAll("main section.entry"));
+    if (!sections.length) return;
+    var line = barsBottom() + 12;
+    var current = currentEntry(document);
+    var at = sections.indexOf(current);
+    if (direction < 0 && current && current.getBoundingClientRect().top < line - 20) at += 1; // back to its own top
+    var next = at + direction;
+    if (next >= sections.length || next < 0) {
+      var link = document.querySelector(direction > 0 ? ".conversation .more .load-more" : ".conversation .load-earlier");
+      if (link && window.htmx) {
+        window.htmx.ajax("GET", link.getAttribute("hx-get"),
+                         { target: link.closest(direction > 0 ? ".more" : ".earlier"), swap: "outerHTML" })
+          .then(function () { stepTurn(direction); });
+      }
+      return;
+    }
+    var target = sections[next];
+    var old = document.querySelectorAll("section.entry.current-turn");
+    for (var i = 0; i < old.length; i++) old[i].classList.remove("current-turn");
+    target.classList.add("current-turn");
+    scrollBelowBars(target, false);
+  }
+
+  function showAnchor() {
+    // An anchor (an entry, a message, a content a problem points at) lands below the bars.
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    if (!id) return;
+    var target = document.getElementById(id);
+    if (!target) return;
+    if (target.classList.contains("seg-anchor") && target.nextElementSibling) target = target.nextElementSibling;
+    openAncestors(target);
+    var old = document.querySelectorAll(".target-flash");
+    for (var i = 0; i < old.length; i++) old[i].classList.remove("target-flash");
+    target.classList.add("target-flash");
+    scrollBelowBars(target, false);
+  }
+
+  window.addEventListener("hashchange", showAnchor);
 
   function loadAll(done) {
     var more = document.querySelector(".conversation .more[hx-get]");
@@ -196,7 +404,11 @@
   document.addEventListener("keydown", function (event) {
     var target = event.target;
     var typing = target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.isContentEditable);
-    if (event.key === "/" && !typing && !event.ctrlKey && !event.metaKey && !event.altKey) {
+    var plain = !typing && !event.ctrlKey && !event.metaKey && !event.altKey;
+    if ((event.key === "j" || event.key === "k") && plain && document.querySelector("main section.entry")) {
+      event.preventDefault();
+      stepTurn(event.key === "j" ? 1 : -1);
+    } else if (event.key === "/" && plain) {
       var box = document.querySelector(".find");
       if (box) {
         event.preventDefault();
@@ -205,7 +417,9 @@
       }
     } else if (event.key === "Enter" && target && target.classList && target.classList.contains("find")) {
       event.preventDefault();
-      if (!hits.length) find(target.value);
+      window.clearTimeout(debounce);
+      var asked = serverConversation() ? server.query !== target.value.trim().toLowerCase() : !hits.length;
+      if (asked) find(target.value);
       else step(event.shiftKey ? -1 : 1);
     } else if (event.key === "Escape" && target && target.classList && target.classList.contains("find")) {
       target.value = "";
@@ -217,6 +431,8 @@
     var t = event.target;
     if (!t.classList) return;
     if (t.classList.contains("toggle-raw")) setRaw(!document.body.classList.contains("raw"));
+    else if (t.classList.contains("find-next")) step(1);
+    else if (t.classList.contains("find-prev")) step(-1);
     else if (t.classList.contains("expand-all")) setAll(true);
     else if (t.classList.contains("collapse-all")) setAll(false);
     else if (t.classList.contains("find-load-all")) {
@@ -320,6 +536,22 @@
     }
   });
 
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest ? event.target.closest("a.pointer-link") : null;
+    if (!link) return;
+    var hash = link.getAttribute("href").split("#")[1];
+    if (hash && document.getElementById(decodeURIComponent(hash))) {
+      event.preventDefault();
+      if (window.location.hash === "#" + hash) showAnchor();
+      else window.location.hash = hash;
+    }
+  });
+
+  document.addEventListener("change", function (event) {
+    var select = event.target;
+    if (select.classList && select.classList.contains("show-filter") && select.form) select.form.submit();
+  });
+
   /* -- open a file by dropping it ------------------------------------------------------ */
 
   function wireDropzones(root) {
@@ -358,6 +590,8 @@
     document.body.addEventListener("htmx:load", function (event) {
       applyFolds(event.detail && event.detail.elt ? event.detail.elt : document);
     });
+    document.documentElement.classList.add("js");
+    if (window.location.hash) window.setTimeout(showAnchor, 0);
     document.documentElement.setAttribute("data-viewer-ready", "1");
   }
 

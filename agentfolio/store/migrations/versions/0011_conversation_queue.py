@@ -2,9 +2,9 @@
 stored but not yet taken into their conversation, claimed by a worker in any server
 process and finished in the session write's own transaction.
 
-Revision ID: 0009_conversation_queue
-Revises: 0008_risk_profiles_alerts
-Create Date: 2026-12-03
+Revision ID: 0011_conversation_queue
+Revises: 0010_invalid_spans_by_start
+Create Date: 2026-11-27
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009_conversation_queue"
-down_revision = "0008_risk_profiles_alerts"
+revision = "0011_conversation_queue"
+down_revision = "0010_invalid_spans_by_start"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,132 @@
+"""Full-text search of message text: which sessions have an entry holding every word asked.
+
+An entry's search text (``entries.text``: its messages' text, lower-cased) is indexed
+by words — runs of letters and digits, as SQLite's ``unicode61`` tokenizer and
+:data:`_WORD` read them:
+
+* PostgreSQL: a GIN index on :data:`WORDS` (``to_tsvector('simple', …)`` of the text with
+  ASCII punctuation read as spaces, so paths, e-mail addresses and URLs are split into
+  their words as on SQLite); a query is ``to_tsquery('simple', 'w1:* & w2:*')``.
+* SQLite: a contentless FTS5 index ``entries_fts`` (the text is in ``entries`` already)
+  whose rowid is :func:`fts_rowid` of the entry, so a session's entries are one rowid
+  range.  Entries are added to it when they are written and taken out (FTS5's ``delete``
+  command, with the text they were added with) before they are deleted.  Where SQLite
+  was built without FTS5, search falls back to ``LIKE`` over the newest
+  :data:`FALLBACK_SESSIONS` sessions the account wrote: bounded, and documented.
+
+Every word matches as a prefix (``gold`` finds ``goldbrew``) and all of them must be in
+one entry; a query without a letter or digit matches nothing.  A search costs what its
+matches cost, bounded both ways: matching entries are read up to :data:`CANDIDATES`; a
+query matching more (a common word) walks the account's sessions newest first instead,
+checking each one's entries through the index — which finds a page quickly exactly
+because matches are common — over at most the :data:`WALK_SESSIONS` newest sessions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
+
+from agentfolio.store.tables import entries
+
+__all__ = ["CANDIDATES", "FALLBACK_SESSIONS", "WALK_SESSIONS", "WORDS", "SessionSearch", "fts_rowid"]
+
+_WORD = re.compile(r"[^\W_]+")
+#: Words of a query that count (more are ignored), and the longest word kept.
+MAX_WORDS, MAX_WORD = 16, 100
+#: Matching entries read before a search switches to walking sessions in order.
+CANDIDATES = 20_000
+#: Sessions a walk examines at most (the newest written).
+WALK_SESSIONS = 20_000
+#: Sessions the LIKE fallback (SQLite without FTS5) examines at most (the newest written).
+FALLBACK_SESSIONS = 10_000
+#: Bits of an FTS rowid that hold the entry's position (the rest: the session's pk).
+POSITION_BITS = 32
+FTS_TABLE = "entries_fts"
+#: PostgreSQL's indexed expression (migration 0009_flat_reads builds the same one): a
+#: query must spell it exactly, constants inline, for the planner to use the index.
+WORDS = r"""to_tsvector('simple', regexp_replace(text, '[!-/:-@\[-`{-~]+', ' ', 'g'))"""
+
+
+def fts_rowid(session_pk: int, position: int) -> int:
+    return (session_pk << POSITION_BITS) | position
+
+
+def query_words(text: str) -> list[str]:
+    return [word[:MAX_WORD] for word in _WORD.findall(text.lower())][:MAX_WORDS]
+
+
+def has_fts(connection: Connection) -> bool:
+    """Whether this database has a full-text index (PostgreSQL always; SQLite with FTS5)."""
+    if connection.dialect.name == "postgresql":
+        return True
+    known = connection.info.get(FTS_TABLE)  # per database connection: migrations run before any use
+    if known is None:
+        known = connection.info[FTS_TABLE] = connection.exec_driver_sql(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (FTS_TABLE,)).first() is not None
+    return bool(known)
+
+
+def index_entries(connection: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Add written entries (``session_pk``, ``position``, ``text``) to SQLite's index."""
+    if connection.dialect.name == "sqlite" and rows and has_fts(connection):
+        connection.exec_driver_sql(
+            f"INSERT INTO {FTS_TABLE}(rowid, text) VALUES (?, ?)",
+            [(fts_rowid(row["session_pk"], row["position"]), row["text"]) for row in rows])
+
+
+def unindex_sessions(connection: Connection, session_pks: Sequence[int]) -> None:
+    """Take every entry of these sessions out of SQLite's index (before they are deleted)."""
+    if connection.dialect.name != "sqlite" or not session_pks or not has_fts(connection):
+        return
+    marks = ",".join("?" * len(session_pks))
+    connection.exec_driver_sql(
+        f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, text) "
+        f"SELECT 'delete', (session_pk << {POSITION_BITS}) | position, text FROM entries "
+        f"WHERE session_pk IN ({marks})", tuple(session_pks))
+
+
+class SessionSearch:
+    """The condition on ``sessions.pk`` a text search adds to a sessions query."""
+
+    def __init__(self, connection: Connection, text: str) -> None:
+        self.connection = connection
+        self.words = query_words(text)
+        self.postgresql = connection.dialect.name == "postgresql"
+        self.indexed = bool(self.words) and has_fts(connection)
+
+    def _entry_matches(self) -> ColumnElement[bool]:
+        """PostgreSQL: the entry's words hold every word (as a prefix)."""
+        query = " & ".join(f"{word}:*" for word in self.words)
+        return sa.literal_column(WORDS.replace("(text,", "(entries.text,")).op("@@")(
+            sa.func.to_tsquery(sa.literal_column("'simple'"), query))
+
+    def _fts_match(self) -> str:
+        return " ".join(f'"{word}"*' for word in self.words)
+
+    def candidates(self) -> list[int] | None:
+        """The pks of the sessions with a matching entry, or None when more than
+        :data:`CANDIDATES` entries match (then :meth:`per_session` is the way)."""
+        if self.postgresql:
+            chosen = sa.select(entries.c.session_pk).where(self._entry_matches()).limit(CANDIDATES + 1)
+            found = list(self.connection.execute(chosen).scalars())
+        else:
+            found = [rowid >> POSITION_BITS for (rowid,) in self.connection.exec_driver_sql(
+                f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT ?",
+                (self._fts_match(), CANDIDATES + 1))]
+        return None if len(found) > CANDIDATES else sorted(set(found))
+
+    def per_session(self, session_pk: Any) -> ColumnElement[bool]:
+        """A correlated check that the session ``session_pk`` has a matching entry."""
+        if self.postgresql:
+            return sa.exists().where(entries.c.session_pk == session_pk, self._entry_matches())
+        low = session_pk.op("<<")(POSITION_BITS)
+        fts = sa.table(FTS_TABLE, sa.column("rowid"))
+        return sa.exists().select_from(fts).where(
+            sa.literal_column(FTS_TABLE).op("MATCH")(self._fts_match()),
+            fts.c.rowid >= low, fts.c.rowid <= low + ((1 << POSITION_BITS) - 1))

@@ -1,0 +1,231 @@
+"""Reads that cost the same at any size, on SQLite and PostgreSQL: full-text search of
+message text (and its index kept exact through deletes, resets and expiry), keyset paging
+of the sessions list, span lists that count only a window past their page, and the
+migration that adds it all, upgraded from the previous head with data in it.
+
+Latency itself is measured by ``bench/scale.py``, never asserted here.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+
+from agentfolio.app.registry import (
+    AgentCreate,
+    InstanceRegister,
+    PageRequest,
+    Principal,
+    RegistryService,
+    Sorting,
+    SpanCreate,
+    SpanList,
+)
+from agentfolio.app.registry.fields import schema_version_draft
+from agentfolio.app.sessions import SessionService
+from agentfolio.store import InvalidInput, SessionCursor, Sessions, Store
+from agentfolio.store import search as search_module
+from agentfolio.store.engine import alembic_config
+from agentfolio.store.registry import base as registry_base
+from agentfolio.store.tables import sessions as sessions_table
+
+
+def state(*texts: str) -> dict:
+    return {"schemaVersion": "1.1.0", "data": {"conversationHistory": [
+        {"$type": "request", "createdAt": "2025-11-04T19:33:05Z", "correlationId": "c",
+         "messages": [{"role": "user", "contents": [{"$type": "text", "text": text}]}]} for text in texts]}}
+
+
+def found(sessions: Sessions, text: str, **options: object) -> set[str]:
+    return {info.id for info in sessions.list(text=text, **options)}  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def mine(store: Store) -> Sessions:
+    sessions = store.sessions.of(store.accounts.ensure("alice"))
+    sessions.create(state("Find the GOLDBREW coffee", "see /srv/foo.bar/baz_qux or me@example.org"), session_id="a")
+    sessions.create(state("tea 100%_done", "Ünïcode naïve 東京タワー"), session_id="b")
+    sessions.create(state("gold", "brew"), session_id="c")  # the words, but in two entries
+    return sessions
+
+
+# --------------------------------------------------------------------------- search
+
+
+def test_search_finds_words_as_prefixes_all_in_one_entry(mine: Sessions) -> None:
+    assert found(mine, "goldbrew") == {"a"}
+    assert found(mine, "GOLD") == {"a", "c"}  # a prefix, case-insensitive
+    assert found(mine, "gold coffee") == {"a"}  # every word, in one entry
+    assert found(mine, "gold brew") == set()  # c holds them in two entries; a's "goldbrew" is one word
+    assert found(mine, "coffee gold") == {"a"}  # in any order
+    assert found(mine, "oldbrew") == set()  # words, not substrings
+
+
+def test_search_reads_punctuation_as_space_on_every_backend(mine: Sessions) -> None:
+    for word in ("baz", "qux", "foo", "bar", "srv", "example", "me"):
+        assert found(mine, word) == {"a"}, word
+    assert found(mine, "foo.bar/baz") == {"a"}
+    assert found(mine, "100%_") == {"b"} and found(mine, "done") == {"b"}
+    assert found(mine, "0%x") == set()
+    assert found(mine, "%%") == set() and found(mine, "  ") == set()  # no word: nothing matches
+    assert found(mine, "naïve ünï") == {"b"} and found(mine, "東京タワー") == {"b"}
+
+
+def test_deleted_reset_and_expired_sessions_leave_the_index(store: Store, mine: Sessions) -> None:
+    mine.delete("a")
+    assert found(mine, "goldbrew") == set()
+    # A new session may reuse the deleted one's key on SQLite: it must not inherit its words.
+    mine.create(state("something else entirely"), session_id="d")
+    assert found(mine, "goldbrew") == set() and found(mine, "entirely") == {"d"}
+    mine.reset("b")
+    assert found(mine, "tea") == set()
+    mine.append("b", state("fresh tea")["data"]["conversationHistory"][0], expected_version=None)
+    assert found(mine, "tea") == {"b"}
+    with store.engine.begin() as connection:
+        connection.execute(sa.update(sessions_table).where(sessions_table.c.id == "b").values(updated_at=0.0))
+    with Store.open(store.settings.with_(session_ttl=3600)) as expiring:
+        assert expiring.sessions.expire() == 1
+    mine.create(state("another session"), session_id="e")
+    assert found(mine, "tea") == set() and found(mine, "fresh") == set()
+
+
+def test_a_common_word_walks_the_newest_sessions(monkeypatch: pytest.MonkeyPatch, mine: Sessions) -> None:
+    for number in range(6):
+        mine.create(state(f"common word {number}"), session_id=f"w{number}")
+    expected = {f"w{number}" for number in range(6)}
+    assert found(mine, "common") == expected
+    monkeypatch.setattr(search_module, "CANDIDATES", 2)  # more matches than that: walk instead
+    assert found(mine, "common") == expected
+    assert found(mine, "common 3") == {"w3"}
+    monkeypatch.setattr("agentfolio.store.sessions.WALK_SESSIONS", 3)  # the walk is bounded
+    assert found(mine, "common") == {"w3", "w4", "w5"}
+
+
+def test_without_a_full_text_index_search_is_a_bounded_substring(monkeypatch: pytest.MonkeyPatch,
+                                                                 mine: Sessions) -> None:
+    monkeypatch.setattr("agentfolio.store.search.has_fts", lambda connection: False)
+    assert found(mine, "goldbrew") == {"a"}
+    assert found(mine, "oldbre") == {"a"}  # a substring here
+    monkeypatch.setattr("agentfolio.store.sessions.FALLBACK_SESSIONS", 1)
+    assert found(mine, "gold") == {"c"}  # only the newest session is examined
+
+
+def test_counts_follow_the_search(mine: Sessions) -> None:
+    assert mine.count(text="gold") == 2 and mine.count(text="gold coffee") == 1 and mine.count(text="%") == 0
+
+
+# --------------------------------------------------------------------------- keyset paging
+
+
+def test_keyset_pages_cover_every_session_once(store: Store) -> None:
+    sessions = store.sessions.of(store.accounts.ensure("pager"))
+    for number in range(23):
+        sessions.create(state(f"session {number}"), session_id=f"s{number:02d}")
+    with store.engine.begin() as connection:  # ties on the write time are broken by id
+        connection.execute(sa.update(sessions_table).where(sessions_table.c.id.in_(["s03", "s04", "s05", "s06"]))
+                           .values(updated_at=time.time() - 60))
+    by_offset = [info.id for offset in range(0, 23, 5) for info in sessions.list(limit=5, offset=offset)]
+    for descending in (True, False):
+        walked: list[str] = []
+        cursor = None
+        while True:
+            page = sessions.list(limit=5, after=cursor, descending=descending)
+            walked += [info.id for info in page]
+            if len(page) < 5:
+                break
+            cursor = SessionCursor.parse(SessionCursor.after(page[-1]).token())
+        assert sorted(walked) == sorted(by_offset) and len(walked) == 23
+        if descending:
+            assert walked == by_offset
+    service = SessionService(store)  # the application layer passes the cursor as a token
+    first = service.list(sessions.account, limit=5)
+    assert [info.id for info in service.list(sessions.account, limit=5, after=service.cursor(first[-1]))] \
+        == by_offset[5:10]
+    with pytest.raises(InvalidInput):
+        sessions.list(sort="tokens", after=SessionCursor(1.0, "x"))
+    for bad in ("", "nan~x", "1.0~", "1.0~../x", "inf~a", "9" * 500 + "~a"):
+        with pytest.raises(InvalidInput):
+            SessionCursor.parse(bad)
+
+
+# --------------------------------------------------------------------------- span lists
+
+
+def _spans(store: Store, count: int) -> tuple[RegistryService, Principal, str]:
+    service = RegistryService(store)
+    principal = Principal(store.accounts.ensure("spanner"))
+    agent = service.create_agent(principal, AgentCreate(name="a")).id
+    version = schema_version_draft({"external_identifier": "v", "span_type_schemas": [
+        {"name": "step", "params_schema": {"type": "object", "required": ["n"]}}]}, "agent_schema_version")
+    instance = service.register_instance(principal, InstanceRegister(
+        agent_id=agent, agent_version={"name": "x"}, agent_schema_version=version)).id
+    for number in range(count):  # every third span breaks its schema
+        service.create_span(principal, SpanCreate(agent_instance_id=instance, schema_name="step",
+                                                  payload={} if number % 3 == 0 else {"n": number}))
+    return service, principal, instance
+
+
+def test_span_lists_count_a_window_past_the_page(monkeypatch: pytest.MonkeyPatch, store: Store) -> None:
+    service, principal, _ = _spans(store, 12)
+    everything = service.list_spans(principal, SpanList(page=PageRequest(0, 5, Sorting("id", "asc"))))
+    assert everything.pagination["item_count"] == 12 and everything.pagination["page_count"] == 3
+    invalid = service.list_spans(principal, SpanList(page=PageRequest(0, 100, Sorting("started_at", "desc")),
+                                                     validation_status="invalid"))
+    assert invalid.pagination["item_count"] == 4 and len(invalid.items) == 4
+
+    monkeypatch.setattr(registry_base, "COUNT_WINDOW", 1)
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None:  # what the dashboard does: follow next_page_offset until null
+        page = service.list_spans(principal, SpanList(page=PageRequest(offset, 5, Sorting("id", "desc"))))
+        seen += [span.id for span in page.items]
+        pagination = page.pagination
+        assert pagination["item_count"] >= offset + len(page.items)  # a lower bound (SQLite) or an estimate
+        offset = pagination["next_page_offset"]
+    assert len(seen) == len(set(seen)) == 12
+    last = service.list_spans(principal, SpanList(page=PageRequest(10, 5, Sorting("id", "desc"))))
+    assert last.pagination["item_count"] == 12 and last.pagination["next_page_offset"] is None
+
+
+# --------------------------------------------------------------------------- the migration
+
+
+def test_upgrading_from_the_previous_head_indexes_what_is_stored(store: Store) -> None:
+    sessions = store.sessions.of(store.accounts.ensure("old"))
+    sessions.create(state("stored before the upgrade: zanzibar"), session_id="old")
+    service, principal, _ = _spans(store, 4)
+    config = alembic_config()
+    with store.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0008_risk_profiles_alerts")  # before 0009_flat_reads and 0010
+    with store.engine.connect() as connection:
+        names = set(sa.inspect(connection).get_table_names())
+        assert "entries_fts" not in names
+    with Store.open(store.settings) as upgraded:  # opening migrates to the newest schema
+        again = upgraded.sessions.of(upgraded.accounts.require("old"))
+        assert found(again, "zanzib") == {"old"}
+        again.create(state("written after: zanzibar too"), session_id="new")
+        assert found(again, "zanzibar") == {"old", "new"}
+        listed = RegistryService(upgraded).list_spans(principal, SpanList(
+            page=PageRequest(0, 10, Sorting("started_at", "desc")), validation_status="invalid"))
+        assert listed.pagination["item_count"] == 2
+        with upgraded.engine.connect() as connection:
+            indexes = {index["name"] for index in sa.inspect(connection).get_indexes("registry_spans")}
+        assert {"ix_registry_spans_started", "ix_registry_spans_validation", "ix_registry_spans_status",
+                "ix_registry_spans_validation_started"} <= indexes
+
+
+def test_postgresql_searches_through_its_index(store: Store) -> None:
+    if store.engine.dialect.name != "postgresql":
+        pytest.skip("the GIN index is PostgreSQL's (SQLite searches its FTS5 table by construction)")
+    sessions = store.sessions.of(store.accounts.ensure("planner"))
+    sessions.create(state("needle in the haystack"), session_id="n")
+    words = search_module.WORDS.replace("(text,", "(entries.text,")
+    with store.engine.connect() as connection:
+        connection.exec_driver_sql("SET enable_seqscan = off")  # a tiny table: ask whether the index can serve
+        plan = "\n".join(row[0] for row in connection.exec_driver_sql(
+            f"EXPLAIN SELECT session_pk FROM entries WHERE {words} @@ to_tsquery('simple', 'needle:*')"))
+    assert "ix_entries_words" in plan
