@@ -29,7 +29,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,8 +172,10 @@ class ConversationQueue:
     serves all of them), and each claim carries the account its reads are scoped to."""
 
     def __init__(self, engine: Engine, *, lease_seconds: float = DEFAULT_LEASE_SECONDS,
-                 max_spans: int = MAX_SPANS_PER_CLAIM) -> None:
+                 max_spans: int = MAX_SPANS_PER_CLAIM, clock: Callable[[], int] = now_us) -> None:
         self.engine = engine
+        #: Microseconds now, as leases are read and written.
+        self.clock = clock
         self.lease_us = int(lease_seconds * 1_000_000)
         #: Most waiting spans one round reads (the rest wait for the next).
         self.max_spans = max_spans
@@ -197,13 +199,13 @@ class ConversationQueue:
     def claimable(self) -> bool:
         """Whether any work waits with no live claim (a read: cheap to poll)."""
         with read_transaction(self.engine) as connection:
-            return connection.execute(sa.select(t_work.c.session_id).where(t_work.c.lease_until <= now_us())
+            return connection.execute(sa.select(t_work.c.session_id).where(t_work.c.lease_until <= self.clock())
                                       .limit(1)).first() is not None
 
     def claim(self, limit: int) -> tuple[str, list[Claim]]:
         """Lease up to ``limit`` sessions' work, oldest first, to a new claim token."""
         token = secrets.token_hex(16)
-        stamp = now_us()
+        stamp = self.clock()
         candidates = sa.select(t_work.c.account_pk, t_work.c.session_id).where(t_work.c.lease_until <= stamp) \
             .order_by(t_work.c.enqueued_at).limit(limit)
         with write_transaction(self.engine) as connection:
@@ -237,7 +239,7 @@ class ConversationQueue:
             finishing = Finishing(connection, [claim for claim in claims
                                                if (claim.account.pk, claim.session_id) in held_keys])
             yield finishing
-            _close(connection, token, finishing, self.lease_us)
+            _close(connection, token, finishing, self.lease_us, self.clock())
 
     def release(self, token: str, claims: Sequence[Claim], *, retry: bool) -> None:
         """Give claims back unfinished (``retry``: after a pause that grows with each attempt)."""
@@ -258,8 +260,7 @@ class ConversationQueue:
                                                               t_waiting.c.session_id == claim.session_id))
 
 
-def _close(connection: Connection, token: str, finishing: Finishing, lease_us: int) -> None:
-    stamp = now_us()
+def _close(connection: Connection, token: str, finishing: Finishing, lease_us: int, stamp: int) -> None:
     held = {(claim.account.pk, claim.session_id) for claim in finishing.held}
     for (account_pk, session_id), span_ids in sorted(finishing._done.items()):
         if (account_pk, session_id) not in held:
