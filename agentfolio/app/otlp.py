@@ -59,6 +59,8 @@ class OtlpIngest:
         self.max_bytes = max_bytes
         self.queue_size = queue_size
         self.backlog_limit = backlog
+        #: Seconds the backlog's depth, read from the database, is taken as still true.
+        self.backlog_check_seconds = BACKLOG_CHECK_SECONDS
         #: The conversation worker this process runs (woken when this process queues work).
         self.worker = worker if worker is not None else ConversationWorker(store)
         self._admitted = 0
@@ -85,10 +87,10 @@ class OtlpIngest:
 
     def saturated(self) -> bool:
         """Whether the queued conversation work has reached the backlog limit (answer 503,
-        retry later); read from the database at most every ``BACKLOG_CHECK_SECONDS``."""
+        retry later); read from the database at most every ``backlog_check_seconds``."""
         seen_at, full = self._backlog_seen
         now = time.monotonic()
-        if now - seen_at >= BACKLOG_CHECK_SECONDS:
+        if now - seen_at >= self.backlog_check_seconds:
             try:
                 full = self.worker.backlog().spans >= self.backlog_limit
             except StoreUnavailable:  # the database is away: the write says so (503) in its turn
