@@ -21,7 +21,8 @@ def body(*spans: dict[str, Any]) -> bytes:
     resource_spans.resource.attributes.add(key="service.name").value.string_value = "svc\x00name"
     scope = resource_spans.scope_spans.add()
     for fields in spans:
-        span = scope.spans.add(trace_id=fields.get("trace", b"\x01" * 16), span_id=fields["id"], parent_span_id=fields.get("parent", b""),
+        span = scope.spans.add(trace_id=fields.get("trace", b"\x01" * 16), span_id=fields["id"],
+                               parent_span_id=fields.get("parent", b""),
                                name=fields.get("name", "chat m"), start_time_unix_nano=fields["start"],
                                end_time_unix_nano=fields["start"] + 10)
         for key, value in fields.get("attributes", {}).items():

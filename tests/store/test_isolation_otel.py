@@ -22,6 +22,7 @@ from agentfolio.otel.decode import OtelSpan
 from agentfolio.otel.mapping import map_spans
 from agentfolio.store import Store
 from agentfolio.store.engine import read_transaction, write_transaction
+from agentfolio.store.otel_queue import QueueRows
 from agentfolio.store.otel_spans import ConversationRecord, OtelRows, OtelSpans
 from agentfolio.store.registry_tables import (
     otel_conversations,
@@ -34,7 +35,6 @@ from agentfolio.store.registry_tables import (
     registry_schema_versions,
     registry_spans,
 )
-from agentfolio.store.otel_queue import QueueRows
 from agentfolio.store.scope import AccountScope
 
 TRACE = "ab" * 16
