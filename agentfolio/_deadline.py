@@ -7,8 +7,9 @@ a child process instead:
 * the child is killed (SIGKILL) at the deadline, so a caller never waits longer than it
   asked and a request whose client left does not keep a core busy;
 * the kernel bounds it too: CPU seconds (``RLIMIT_CPU``) and address space
-  (``RLIMIT_AS``); and it ends itself when the process that asked for it is gone (a
-  watchdog thread, plus ``PR_SET_PDEATHSIG`` on Linux for its direct parent), so nothing
+  (``RLIMIT_AS``: the memory budget on top of what the child starts with); and it ends
+  itself when the process that asked for it is gone (a watchdog thread, plus
+  ``PR_SET_PDEATHSIG`` on Linux for its direct parent), so nothing
   outlives a server that was stopped hard, even one whose fork server lingers;
 * :func:`cancel_all` kills every running child at once: a server calls it when asked to
   shut down, so no request holds the shutdown up (:func:`cancel_on_shutdown_signals`);
@@ -37,7 +38,7 @@ from typing import Any, TypeVar
 from agentfolio.errors import AgentfolioError
 
 __all__ = ["DeadlineExceededError", "ShuttingDownError", "WorkerFailedError", "cancel_all",
-           "cancel_on_shutdown_signals", "run_with_deadline", "warm_up"]
+           "cancel_on_shutdown_signals", "process_alive", "run_with_deadline", "warm_up"]
 
 T = TypeVar("T")
 
@@ -105,10 +106,23 @@ def _limit_self(cpu_seconds: int, memory_bytes: int) -> None:
         import resource
 
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        # The budget is on top of what the child already maps: a child forked from a big
+        # process (a long-running server, a test run) starts with all of its address space.
+        limit = _mapped_bytes() + memory_bytes
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def _alive(pid: int) -> bool:
+def _mapped_bytes() -> int:
+    """This process's address space now (0 where the system does not say)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process of that id is running (one of another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -121,7 +135,7 @@ def _alive(pid: int) -> bool:
 def _watch_owner(owner: int) -> None:
     """In the child: end at once when the process that asked for this work is gone."""
     def watch() -> None:
-        while _alive(owner):
+        while process_alive(owner):
             time.sleep(_POLL_SECONDS * 4)
         os._exit(1)
 
@@ -232,6 +246,11 @@ def cancel_all() -> None:
         with contextlib.suppress(Exception):
             if process.is_alive():
                 process.kill()
+
+
+def shutting_down() -> bool:
+    """Whether a shutdown signal arrived (a server then answers not ready)."""
+    return _shutting_down.is_set()
 
 
 def reset_after_shutdown() -> None:

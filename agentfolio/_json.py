@@ -19,9 +19,19 @@ __all__ = ["dumps", "json_type", "loads", "too_deep"]
 # run parses with orjson alone; one with it (a big integer, a long number, or by chance
 # a string holding such text) is parsed again by the standard library, which keeps
 # integers exact.  Digits inside strings (hex ids, hashes) mostly do not follow those
-# characters, so real documents seldom pay for the second parse.  The scan costs a
-# fraction of the parse.
-_LONG_DIGIT_RUN = re.compile(rb"(?:^|[:\[,])[ \t\r\n]*-?[0-9]{19}")
+# characters, so real documents seldom pay for the second parse.  Looking for such a run
+# costs a twentieth of the parse: the bytes are translated a megabyte at a time, every
+# digit to "0" (so a run is a plain substring search), and what precedes each run found
+# is checked by hand.  A regular expression over the whole text costs several times more.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_RUN = b"0" * 19
+_CHUNK = 1 << 20
+_BEFORE_NUMBER = frozenset(b":[,")
+_BLANKS = frozenset(b" \t\r\n")
+# Past this many runs (inside strings: ids, hashes), the pattern searched once is cheaper.
+_RUNS_LOOKED_BEHIND = 64
+_LONG_NUMBER = re.compile(rb"[:\[,][ \t\r\n]*-?[0-9]{19}")
+_LONG_FIRST_NUMBER = re.compile(rb"[ \t\r\n]*-?[0-9]{19}")
 # Python's own limit on turning digits into an int (CVE-2020-10735): a longer integer is
 # refused, with a message, rather than raising that process-wide limit.
 _MAX_INTEGER_DIGITS = 4300
@@ -45,9 +55,33 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         # reads the document, then checks what orjson would have (see _checked_stdlib).
         return _checked_stdlib(data, error)
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    if _LONG_DIGIT_RUN.search(raw) is None:
+    if not _has_long_number(raw):
         return value
     return _stdlib_loads(raw)
+
+
+def _has_long_number(raw: bytes | bytearray | memoryview) -> bool:
+    """Whether the JSON text may hold a number of 19 digits or more: a run of 19 digits
+    that starts a value (the document, or after ``:``, ``[`` or ``,``, blanks and a minus)."""
+    raw = bytes(raw) if isinstance(raw, memoryview) else raw
+    runs = 0
+    for chunk_start in range(0, len(raw), _CHUNK):
+        # Overlapping the next chunk by a run's length: a run is found in the chunk it starts in.
+        chunk = raw[chunk_start:chunk_start + _CHUNK + len(_RUN)].translate(_DIGITS_AS_ZERO)
+        found = chunk.find(_RUN)
+        while 0 <= found < _CHUNK:
+            runs += 1
+            if runs > _RUNS_LOOKED_BEHIND:
+                return _LONG_FIRST_NUMBER.match(raw) is not None or _LONG_NUMBER.search(raw) is not None
+            at = chunk_start + found - 1
+            if at >= 0 and raw[at] == 0x2D:  # "-"
+                at -= 1
+            while at >= 0 and raw[at] in _BLANKS:
+                at -= 1
+            if at < 0 or raw[at] in _BEFORE_NUMBER:
+                return True
+            found = chunk.find(_RUN, found + len(_RUN))
+    return False
 
 
 def _stdlib_loads(raw: bytes | bytearray | memoryview, **hooks: Any) -> Any:

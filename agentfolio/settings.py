@@ -39,6 +39,17 @@ Every setting has a default that needs no set-up:
 ``AGENTFOLIO_COMPAT_TIMEOUT``
     Seconds a MessageBody schema compatibility check may run before it is stopped and
     answered "too complex" (default 10).
+``AGENTFOLIO_MIGRATE``
+    ``auto`` (default): opening the store brings its schema to the newest version.
+    ``off``: it never does; ``agentfolio db upgrade`` does, and a server whose database is
+    behind answers 503 on ``/readyz`` (the zero-downtime upgrade in docs/deploy.md).
+``AGENTFOLIO_LOG_FORMAT``
+    ``text`` (default) or ``json``: one JSON object per line on stderr (time, level,
+    logger, message, and for requests the method, path, status and client).
+``AGENTFOLIO_METRICS_TOKEN``
+    Who may read the Prometheus metrics at ``/metrics``: with a token set, a request
+    bearing ``Authorization: Bearer <token>``; without one, only clients on the server's
+    own machine (a loopback address, not forwarded by a proxy).
 """
 
 from __future__ import annotations
@@ -60,6 +71,8 @@ DEFAULT_OTLP_MAX_BYTES = 32 * 1024 * 1024
 DEFAULT_OTLP_QUEUE = 8
 DEFAULT_OTLP_BACKLOG = 100_000
 DEFAULT_COMPAT_TIMEOUT = 10
+MIGRATE_CHOICES = ("auto", "off")
+LOG_FORMATS = ("text", "json")
 DEFAULT_IDEMPOTENCY_WINDOW = 24 * 3600
 # Searchable text kept per entry; the entry itself is always kept whole.
 DEFAULT_SEARCH_TEXT_LIMIT = 32 * 1024
@@ -93,6 +106,9 @@ class Settings:
     otlp_queue_size: int = DEFAULT_OTLP_QUEUE
     otlp_backlog: int = DEFAULT_OTLP_BACKLOG
     compat_timeout: int = DEFAULT_COMPAT_TIMEOUT
+    migrate: str = "auto"
+    log_format: str = "text"
+    metrics_token: str | None = None
     idempotency_window: int = DEFAULT_IDEMPOTENCY_WINDOW
 
     @classmethod
@@ -115,6 +131,12 @@ class Settings:
                 raise SettingsError(f"{ENV_PREFIX}{name}={value!r} must not be negative")
             return parsed
 
+        def choice(name: str, choices: tuple[str, ...]) -> str:
+            value = (text(name) or choices[0]).strip().lower()
+            if value not in choices:
+                raise SettingsError(f"{ENV_PREFIX}{name}={value!r}: expected one of {', '.join(choices)}")
+            return value
+
         data_dir = text("DATA_DIR")
         settings = cls(
             data_dir=Path(data_dir).expanduser() if data_dir else default_data_dir(env),
@@ -131,6 +153,9 @@ class Settings:
             otlp_queue_size=number("OTLP_QUEUE", DEFAULT_OTLP_QUEUE),
             otlp_backlog=number("OTLP_BACKLOG", DEFAULT_OTLP_BACKLOG),
             compat_timeout=max(1, number("COMPAT_TIMEOUT", DEFAULT_COMPAT_TIMEOUT)),
+            migrate=choice("MIGRATE", MIGRATE_CHOICES),
+            log_format=choice("LOG_FORMAT", LOG_FORMATS),
+            metrics_token=text("METRICS_TOKEN"),
             idempotency_window=number("IDEMPOTENCY_WINDOW", DEFAULT_IDEMPOTENCY_WINDOW),
         )
         return replace(settings, **overrides) if overrides else settings  # type: ignore[arg-type]

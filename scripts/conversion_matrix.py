@@ -41,6 +41,7 @@ GALLERIES = {
     "gemini": FIXTURES / "gemini" / "gallery.json",
     "langchain": FIXTURES / "langchain" / "gallery.json",
     "a2a": FIXTURES / "a2a" / "gallery.json",
+    "otel-genai": FIXTURES / "otel_genai" / "gallery.json",
 }
 
 

@@ -79,6 +79,29 @@ class Relay(SpanExporter):
         pass
 
 
+def serving(store: Any, account: str) -> Any:
+    """A server over ``store`` on loopback (uvicorn in a thread of this process: its start does
+    not wait for a second interpreter to import everything), and a token of ``account``:
+    ``with serving(store, "otel") as (url, token): ...``."""
+    from contextlib import contextmanager
+
+    from agentfolio.app import Agentfolio
+    from agentfolio.server import create_server
+    from tests.storage import InProcessServer
+
+    @contextmanager
+    def served() -> Any:
+        token, _ = store.accounts.create_token(account)
+        server = InProcessServer(create_server(folio=Agentfolio(store, owned=False), viewer=False),
+                                 log_level="warning")
+        try:
+            yield server.url, token
+        finally:
+            server.stop()
+
+    return served()
+
+
 def get(url: str, token: str, path: str, **params: Any) -> Any:
     response = httpx.get(url + path, params=params, headers={"Authorization": f"Bearer {token}"}, timeout=30)
     assert response.status_code == 200, response.text

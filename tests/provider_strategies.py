@@ -241,3 +241,85 @@ a2a_tasks = with_unknowns(st.fixed_dictionaries(
         optional={"message": a2a_messages})},
     optional={"history": st.lists(a2a_messages, max_size=3), "artifacts": st.lists(with_unknowns(st.fixed_dictionaries(
         {"artifactId": ids, "parts": st.lists(_a2a_part, max_size=2)}, optional={"name": text})), max_size=2)}))
+
+# -- OpenTelemetry GenAI attributes -----------------------------------------------------------
+
+_id = {"id": st.one_of(st.none(), ids)}
+_media = {"modality": st.sampled_from(["image", "audio", "video", "document"])}
+_media_type = {"mime_type": st.one_of(st.none(), st.just("image/png"))}
+otel_parts = st.one_of(
+    with_unknowns(st.fixed_dictionaries({"type": st.sampled_from(["text", "reasoning"]), "content": text})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("tool_call"), "name": ids},
+                                        optional={**_id, "arguments": json_values})),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("tool_call_response"), "response": json_values},
+                                        optional=_id)),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("server_tool_call"), "name": ids, "server_tool_call":
+                                         with_unknowns(st.fixed_dictionaries({"type": ids}))}, optional=_id)),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("server_tool_call_response"), "server_tool_call_response":
+                                         with_unknowns(st.fixed_dictionaries({"type": ids}))}, optional=_id)),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("blob"), **_media, "content": b64}, optional=_media_type)),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("uri"), **_media, "uri": st.just("https://example.com/a")},
+                                        optional=_media_type)),
+    with_unknowns(st.fixed_dictionaries({"type": st.just("file"), **_media, "file_id": ids}, optional=_media_type)),
+    unknown_block(),
+)
+_otel_roles = st.sampled_from(["system", "user", "assistant", "tool", "developer", "x_role"])
+
+
+def _otel_messages(output: bool) -> st.SearchStrategy[list[dict[str, Any]]]:
+    finish = {"finish_reason": st.sampled_from(["stop", "length", "tool_call", "x_reason"])} if output else {}
+    return st.lists(with_unknowns(st.fixed_dictionaries(
+        {"role": _otel_roles, "parts": st.lists(otel_parts, max_size=3), **finish},
+        optional={"name": st.one_of(st.none(), ids)})), max_size=3)
+
+
+otel_tool_definitions = st.lists(st.one_of(
+    with_unknowns(st.fixed_dictionaries({"type": st.just("function"), "name": ids},
+                                        optional={"description": st.one_of(st.none(), text),
+                                                  "parameters": st.one_of(st.none(), st.just({"type": "object"}))})),
+    with_unknowns(st.fixed_dictionaries({"type": st.sampled_from(["web_search", "code_interpreter"]), "name": ids},
+                                        optional={"description": text})),
+), max_size=3)
+
+
+def _emitter_order(value: Any, type_last: bool) -> Any:
+    """Messages and parts with their keys in one fixed order, as one emitter writes them
+    (``type`` first, as Agent Framework does, or last, as OpenTelemetry's util-genai does)."""
+    if isinstance(value, list):
+        return [_emitter_order(item, type_last) for item in value]
+    if not isinstance(value, dict):
+        return value
+    rest = {k: (_emitter_order(v, type_last) if k == "parts" else v) for k, v in sorted(value.items())
+            if k != "type"}
+    if "type" not in value:
+        return rest
+    return {**rest, "type": value["type"]} if type_last else {"type": value["type"], **rest}
+
+
+_TEXT = {"compact": {"separators": (",", ":"), "ensure_ascii": False}, "compact-ascii": {"separators": (",", ":")},
+         "python": {"ensure_ascii": False}, "python-ascii": {}}
+
+
+@st.composite
+def otel_documents(draw: st.DrawFn) -> dict[str, Any]:
+    """GenAI attributes of one call: each attribute present or not, a structured value or
+    JSON text in one of the spellings instrumentations use (keys in either order)."""
+    import json
+
+    values = {"gen_ai.system_instructions": st.lists(otel_parts, max_size=3),
+              "gen_ai.tool.definitions": otel_tool_definitions,
+              "gen_ai.input.messages": _otel_messages(False), "gen_ai.output.messages": _otel_messages(True)}
+    document: dict[str, Any] = {}
+    for key, strategy in values.items():
+        if not draw(st.booleans()) and not (key == "gen_ai.input.messages" and not document):
+            continue
+        value = draw(strategy)
+        spelling = draw(st.sampled_from([None, *_TEXT]))
+        if spelling is not None:
+            value = json.dumps(_emitter_order(value, draw(st.booleans())), **_TEXT[spelling])  # type: ignore[arg-type]
+        document[key] = value
+    document.update(draw(st.fixed_dictionaries({}, optional={
+        "gen_ai.usage.input_tokens": st.integers(0, 10**6), "gen_ai.usage.output_tokens": st.integers(0, 10**6),
+        "gen_ai.request.model": ids, "gen_ai.operation.name": st.just("chat")})))
+    document.update(draw(unknowns()))
+    return document

@@ -149,6 +149,10 @@ def settings_env(settings: Settings) -> dict[str, str]:
     env["AGENTFOLIO_OTLP_BACKLOG"] = str(settings.otlp_backlog)
     env["AGENTFOLIO_BLOB_SWEEP_INTERVAL"] = str(settings.blob_sweep_interval)
     env["AGENTFOLIO_COMPAT_TIMEOUT"] = str(settings.compat_timeout)
+    env["AGENTFOLIO_MIGRATE"] = settings.migrate
+    env["AGENTFOLIO_LOG_FORMAT"] = settings.log_format
+    if settings.metrics_token:
+        env["AGENTFOLIO_METRICS_TOKEN"] = settings.metrics_token
     env["AGENTFOLIO_IDEMPOTENCY_WINDOW"] = str(settings.idempotency_window)
     if settings.blob_url:
         env["AGENTFOLIO_BLOB_URL"] = settings.blob_url
@@ -162,29 +166,29 @@ class LiveServer:
     ``uvicorn --factory agentfolio.server:app_from_env``; ``cli_serve`` runs the real
     ``agentfolio serve`` command instead."""
 
-    def __init__(self, settings: Settings, *, cli_serve: bool = False) -> None:
+    def __init__(self, settings: Settings, *, cli_serve: bool = False, serve_args: tuple[str, ...] = ()) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         address = ["--host", "127.0.0.1", "--port", str(self.port)]
         if cli_serve:
-            command = [sys.executable, "-m", "agentfolio.cli", "serve", *address]
+            command = [sys.executable, "-m", "agentfolio.cli", "serve", *address, *serve_args]
             env = {**settings_env(settings), "AGENTFOLIO_LOG_LEVEL": "warning"}
         else:
             command = [sys.executable, "-m", "uvicorn", "--factory", "agentfolio.server:app_from_env", *address,
                        "--log-level", "warning"]
             env = settings_env(settings)
         self.process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 120  # a loaded CI machine starts slowly
+        deadline = time.monotonic() + 240  # a loaded CI machine starts slowly
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited: {self.process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
             try:
-                httpx.get(self.url + "/openapi.json", timeout=1)
+                httpx.get(self.url + "/healthz", timeout=5)
                 return
             except httpx.HTTPError:
                 time.sleep(0.1)
         self.stop()
-        raise RuntimeError("server did not start within 120 s")
+        raise RuntimeError("server did not start within 240 s")
 
     def stop(self) -> None:
         if self.process.poll() is None:

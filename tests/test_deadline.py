@@ -89,6 +89,24 @@ def test_work_past_its_memory_is_stopped():
         within_deadline(lambda: run_with_deadline(hoard_memory, timeout=60, memory_bytes=256 << 20))
 
 
+def test_a_big_parent_leaves_its_child_the_whole_budget():
+    """A long-running process maps more than one budget of address space; the child it
+    forks starts with all of it and still has its budget to work in (and no more)."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import mmap
+        from agentfolio._deadline import DeadlineExceededError, run_with_deadline
+        from tests.test_deadline import add, hoard_memory
+        mapped = mmap.mmap(-1, 1536 << 20)  # address space only: never touched
+        print(run_with_deadline(add, 2, 3, timeout=30, memory_bytes=256 << 20))
+        try:
+            run_with_deadline(hoard_memory, timeout=30, memory_bytes=256 << 20)
+        except DeadlineExceededError as error:
+            print(error)
+    """)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["5", "the work needed more than 256 MiB and was stopped"]
+
+
 def test_cancel_all_stops_running_work_at_once(tmp_path: Path):
     pid_file = tmp_path / "pid"
     errors: list[BaseException] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import orjson
 import pytest
@@ -127,3 +128,32 @@ def test_digits_inside_strings_do_not_send_a_document_to_the_second_parse(monkey
     assert _json.loads(document) == {"correlationId": "6523aa1dcc9745773751351264006901", "n": [1, 2500.0]}
     with pytest.raises(AssertionError, match="parsed twice"):
         _json.loads(b'{"n": 1234567890123456789012}')
+
+
+# What a long number is, as one pattern: a run of 19 digits starting a value.
+_WHOLE_PATTERN = re.compile(rb"(?:^|[:\[,])[ \t\r\n]*-?[0-9]{19}")
+
+
+@given(st.lists(st.sampled_from(["1" * 19, "2", "-", " ", "\n", ":", "[", ",", "\"", ".", "e", "a"]), max_size=40),
+       st.sampled_from([_json._CHUNK, 5, 23]))
+def test_the_long_number_scan_finds_what_the_whole_pattern_finds(pieces: list[str], chunk: int) -> None:
+    # The scan looks behind each run of digits, a chunk of text at a time, instead of
+    # matching the whole pattern at every byte; both must agree on any text: runs across
+    # chunk edges, and past the number of runs it looks behind (many digit strings first).
+    many_strings = "[" + ",".join(['"' + "7" * 19 + '"'] * (_json._RUNS_LOOKED_BEHIND + 1)) + ","
+    default, _json._CHUNK = _json._CHUNK, chunk
+    try:
+        for text in ("".join(pieces), many_strings + "".join(pieces)):
+            raw = text.encode()
+            assert _json._has_long_number(raw) is (_WHOLE_PATTERN.search(raw) is not None), text
+    finally:
+        _json._CHUNK = default
+
+
+def test_long_numbers_after_many_digit_strings_still_take_the_exact_parse() -> None:
+    strings = ",".join(f'"{index:020d}"' for index in range(200))
+    for number in ("123456789012345678901234567890", "-123456789012345678901234567890"):
+        for spacing in ("", " ", "\n\t "):
+            value = _json.loads(f"[{strings},{spacing}{number}]")
+            assert value[-1] == int(number) and value[0] == "0" * 20
+    assert _json.loads(b"123456789012345678901234567890") == 123456789012345678901234567890

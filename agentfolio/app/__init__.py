@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agentfolio.app.registry import RegistryService
     from agentfolio.app.sessions import SessionService
     from agentfolio.app.traces import TraceService
+    from agentfolio.app.viewer_files import ViewerFileService
     from agentfolio.store import Store
 
 __all__ = ["DEFAULT_ACCOUNT", "Agentfolio"]
@@ -39,12 +40,14 @@ class Agentfolio:
         from agentfolio.app.registry import RegistryService
         from agentfolio.app.sessions import SessionService
         from agentfolio.app.traces import TraceService
+        from agentfolio.app.viewer_files import ViewerFileService
 
         self.store = store
         self.settings: Settings = store.settings
         self.accounts: AccountService = AccountService(store)
         self.sessions: SessionService = SessionService(store)
         self.registry: RegistryService = RegistryService(store)
+        self.viewer_files: ViewerFileService = ViewerFileService(store)
         self.traces: TraceService = TraceService(store)
         self._owned = owned
         self._conversations: ConversationWorker | None = None
@@ -54,6 +57,12 @@ class Agentfolio:
         from agentfolio.store import Store
 
         return cls(Store.open(settings or Settings.from_env()))
+
+    def readiness_problems(self) -> list[str]:
+        """What keeps this application from serving requests now (none: ready)."""
+        from agentfolio.store.health import readiness_problems
+
+        return readiness_problems(self.store)
 
     def otlp_ingest(self, *, max_bytes: int, queue_size: int, backlog: int) -> OtlpIngest:
         """A receiver of OTLP span batches into this store (one per server: it holds the

@@ -13,24 +13,30 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from agentfolio.app.span_files import FORMAT_NAME as SPAN_FILE
+from agentfolio.app.span_files import SpanFile, looks_like_span_file, read_span_file
 from agentfolio.formats import registry
 from agentfolio.formats.base import ReadResult
-from agentfolio.formats.errors import FormatError, Problem
+from agentfolio.formats.errors import FormatError, Problem, refuse_if_invalid
 from agentfolio.formats.jsonio import DEFAULT_MAX_BYTES, gc_paused, parse_json, read_bytes
 
 if TYPE_CHECKING:
     from agentfolio.formats.convert import Conversion
 
 __all__ = [
+    "SPAN_FILE",
     "DocumentReport",
     "Identified",
     "Kind",
     "convert_read",
     "convert_report",
     "identify",
+    "identify_all",
     "identify_bytes",
+    "one_conversation",
     "read_document",
     "read_file",
+    "read_span_path",
     "schema_version_of",
     "span_list",
     "validate_file",
@@ -48,9 +54,40 @@ def read_document(document: Any, *, strict: bool = False, format_name: str | Non
 
 def read_file(path: str | os.PathLike[str], *, strict: bool = False, format_name: str | None = None,
               max_bytes: int = DEFAULT_MAX_BYTES) -> ReadResult:
-    """A file (JSON, at most ``max_bytes``) as a session; FormatError on anything wrong."""
-    document = parse_json(read_bytes(path, max_bytes=max_bytes), source=str(path))
+    """A file (JSON, at most ``max_bytes``) as a session; FormatError on anything wrong.
+    An OTLP/JSON span export is read as the one conversation it holds (FormatError, saying
+    how many, when it holds several: see :func:`read_span_path`)."""
+    data = read_bytes(path, max_bytes=max_bytes)
+    if _span_file(data, format_name):
+        return one_conversation(read_span_file(data, source=str(path)), strict=strict)
+    document = parse_json(data, source=str(path))
     return read_document(document, strict=strict, format_name=format_name, source=str(path))
+
+
+def _span_file(data: bytes, format_name: str | None) -> bool:
+    if format_name == SPAN_FILE:
+        return True
+    return format_name is None and looks_like_span_file(data)
+
+
+def read_span_path(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> SpanFile | None:
+    """The conversations of an OTLP/JSON span export (None: the file is not one)."""
+    data = read_bytes(path, max_bytes=max_bytes)
+    return read_span_file(data, source=str(path)) if looks_like_span_file(data) else None
+
+
+def one_conversation(spans: SpanFile, *, strict: bool = False) -> ReadResult:
+    """The one conversation of a span export as a session read; FormatError when it holds
+    none or several."""
+    refuse_if_invalid(spans.problems, strict=strict, source=spans.source)
+    if len(spans.found) != 1:
+        what = "no conversation: none of its spans carries model messages" if not spans.found else (
+            f"{len(spans.found)} conversations ({', '.join(c.session_id for c in spans.found[:3])}"
+            f"{', …' if len(spans.found) > 3 else ''}): `agentfolio show` shows each and `agentfolio import` "
+            "stores each as a session")
+        raise FormatError(f"an OTLP/JSON span export with {what}", source=spans.source, pointer="")
+    return ReadResult(session=spans.found[0].built.session, format=SPAN_FILE, problems=list(spans.problems),
+                      notes=spans.notes)
 
 
 def convert_read(result: ReadResult, to: str, *, strict: bool = False) -> Conversion:
@@ -97,9 +134,17 @@ class DocumentReport:
 
 def validate_file(path: str | os.PathLike[str], *, format_name: str | None = None,
                   max_bytes: int = DEFAULT_MAX_BYTES) -> DocumentReport:
-    """The report for one file; never raises for bad content (an unreadable file is a report too)."""
+    """The report for one file; never raises for bad content (an unreadable file is a report too).
+    An OTLP/JSON span export is valid when every request in it decodes and no span is refused."""
     try:
-        result = read_file(path, strict=False, format_name=format_name, max_bytes=max_bytes)
+        data = read_bytes(path, max_bytes=max_bytes)
+        if _span_file(data, format_name):
+            spans = read_span_file(data, source=str(path))
+            return DocumentReport(str(path), valid=not spans.problems, format=SPAN_FILE,
+                                  version=f"{spans.spans} spans, {len(spans.found)} conversations",
+                                  problems=list(spans.problems), notes=spans.notes)
+        result = read_document(parse_json(data, source=str(path)), strict=False, format_name=format_name,
+                               source=str(path))
     except FormatError as error:
         return DocumentReport.of_error(error, str(path))
     return DocumentReport.of_read(result, str(path))
@@ -244,6 +289,30 @@ def _identify_body(found: Identified, document: Any) -> Identified:
     found.message = errors[0]
     found.problems = [Problem("/parts", errors[0])]
     found.document = document
+    return found
+
+
+def identify_all(data: bytes, *, name: str) -> list[Identified]:
+    """:func:`identify_bytes`, except that an OTLP/JSON span export is one session per
+    conversation in it (named after its agent and conversation)."""
+    if not looks_like_span_file(data):
+        return [identify_bytes(data, name=name)]
+    try:
+        spans = read_span_file(data, source=name)
+    except FormatError as error:
+        return [Identified(name, "invalid", len(data), message=error.message,
+                           problems=list(error.problems) or [Problem("", error.message)])]
+    if not spans.found:
+        message = f"an OTLP/JSON span export of {spans.spans} spans, none carrying model messages"
+        return [Identified(name, "invalid", len(data), message=message, problems=[Problem("", message)],
+                           detected=SPAN_FILE)]
+    found = []
+    for conversation in spans.found:
+        label = f"{name} · {conversation.built.agent or 'conversation'} · {conversation.session_id}"
+        result = ReadResult(session=conversation.built.session, format=SPAN_FILE, problems=list(spans.problems),
+                            notes=[Problem("", note) for note in conversation.built.notes])
+        found.append(Identified(label[:200], "session", len(data) // len(spans.found), result=result,
+                                detected=SPAN_FILE, problems=list(spans.problems)))
     return found
 
 

@@ -3,7 +3,9 @@
 Each file is stored whole or not at all, under an id made from its name and content hash;
 a file already imported (same bytes) is skipped, so an interrupted import resumes by
 running it again. A file in another format than durable state is converted; what the
-conversion could not keep is returned with the outcome, for the caller to show.
+conversion could not keep is returned with the outcome, for the caller to show.  An
+OTLP/JSON span export stores each conversation in it as its own session (built as the OTLP
+receiver builds them), each under a hash of the file and the conversation.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from agentfolio.app.span_files import FORMAT_NAME as SPAN_FILE
+from agentfolio.app.span_files import looks_like_span_file, read_span_file
 from agentfolio.errors import AgentfolioError
 from agentfolio.formats import durable_state, registry
 from agentfolio.formats.convert import convert
+from agentfolio.formats.errors import FormatError
 from agentfolio.formats.jsonio import DEFAULT_MAX_BYTES, parse_json, read_bytes
 
 if TYPE_CHECKING:
@@ -39,11 +44,15 @@ class ImportOutcome:
     format: str | None = None
     losses: list[Loss] = field(default_factory=list)
     error: str | None = None
+    #: Every session the file became (a span export holds several conversations).
+    session_ids: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         value: dict[str, Any] = {"path": str(self.path), "status": self.status}
         if self.session_id is not None:
             value["id"] = self.session_id
+        if len(self.session_ids) > 1:
+            value["ids"] = self.session_ids
         if self.format is not None:
             value["format"] = self.format
         if self.losses:
@@ -54,11 +63,12 @@ class ImportOutcome:
 
 
 def importable_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
-    """The files named, with folders searched for ``*.json`` (sorted, so runs agree)."""
+    """The files named, with folders searched for ``*.json`` and ``*.jsonl`` (sorted, so
+    runs agree)."""
     for item in paths:
         path = Path(item)
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*.json") if p.is_file())
+            yield from sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file())
         else:
             yield path
 
@@ -87,6 +97,8 @@ def import_file(folio: Agentfolio, account: Account, path: Path, *, agent: str |
     try:
         data = read_bytes(path, max_bytes=max_bytes)
         digest = hashlib.sha256(data).hexdigest()
+        if looks_like_span_file(data):
+            return _import_span_file(folio, account, path, data, digest, agent)
         existing = folio.sessions.find_imported(account, digest)
         if existing:
             return ImportOutcome(path, "skipped", existing)
@@ -115,6 +127,37 @@ def import_file(folio: Agentfolio, account: Account, path: Path, *, agent: str |
         if not message.startswith(str(path)):
             message = f"{path}: {message}"
         return ImportOutcome(path, "failed", error=message)
+
+
+def _import_span_file(folio: Agentfolio, account: Account, path: Path, data: bytes, digest: str,
+                      agent: str | None) -> ImportOutcome:
+    from agentfolio.store import AlreadyExists
+
+    spans = read_span_file(data, source=str(path))
+    if not spans.found:
+        raise FormatError(f"an OTLP/JSON span export of {spans.spans} spans, none carrying model messages: "
+                          "nothing to store", source=str(path))
+    stored, kept = [], []
+    losses: list[Loss] = []
+    for conversation in spans.found:
+        # One source hash per conversation: the file's hash joined with the conversation's id.
+        source_hash = hashlib.sha256(f"{digest}:{conversation.session_id}".encode()).hexdigest()
+        existing = folio.sessions.find_imported(account, source_hash)
+        if existing:
+            kept.append(existing)
+            continue
+        session_id = f"{_session_id_for(path, digest)}-{source_hash[:8]}"
+        built = conversation.built
+        try:
+            created = folio.sessions.create(account, built.document, session_id=session_id,
+                                            agent=agent or built.agent, source_hash=source_hash, strict=False)
+        except AlreadyExists:
+            kept.append(folio.sessions.find_imported(account, source_hash) or session_id)
+            continue
+        stored.append(created.session.id)
+        losses.extend(built.losses)
+    ids = stored + kept
+    return ImportOutcome(path, "stored" if stored else "skipped", ids[0], SPAN_FILE, losses, session_ids=ids)
 
 
 def import_files(folio: Agentfolio, account: Account, paths: Iterable[str | os.PathLike[str]], *,

@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from agentfolio.cli import agents, body, documents, governance, instances, serve, sessions, tokens, traces
+from agentfolio.cli import agents, body, database, documents, governance, instances, serve, sessions, tokens, traces
 
 __all__ = ["app", "main"]
 
@@ -24,7 +24,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for group in (documents, sessions, tokens, agents, instances, governance, traces, body, serve):
+for group in (documents, sessions, tokens, agents, instances, governance, traces, body, serve, database):
     group.register(app)
 
 

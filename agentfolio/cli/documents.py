@@ -70,13 +70,25 @@ def show(
     max_bytes: int = MaxBytesOption(),
 ) -> None:
     """Show a conversation: each segment kind in its own look, calls beside their results, token usage."""
-    from agentfolio.app.documents import convert_read, read_file
+    from agentfolio.app.documents import SPAN_FILE, convert_read, one_conversation, read_file, read_span_path
     from agentfolio.cli.terminal import print_session
     from agentfolio.formats import registry
     from agentfolio.formats.errors import FormatError
 
     try:
-        result = read_file(file, strict=strict, max_bytes=max_bytes, format_name=format_name)
+        spans = read_span_path(file, max_bytes=max_bytes) if format_name in (None, SPAN_FILE) else None
+        if spans is not None and len(spans.found) > 1 and as_format is None:
+            # A span export: each conversation in it, as `agentfolio import` would store it.
+            for problem in spans.problems[:5]:
+                stderr().print(f"[yellow]warning:[/] {clean(file)}: {clean(problem.message)}", soft_wrap=True)
+            for conversation in spans.found:
+                title = f"{file} · {conversation.built.agent or 'conversation'} · {conversation.session_id}"
+                print_session(conversation.built.session, console=stdout(), title=title, expand=expand)
+            return
+        if spans is not None:
+            result = one_conversation(spans, strict=strict)
+        else:
+            result = read_file(file, strict=strict, max_bytes=max_bytes, format_name=format_name)
         session = result.session
         if as_format is not None and as_format != result.format:
             conversion = convert_read(result, as_format)

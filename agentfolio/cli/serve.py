@@ -22,10 +22,14 @@ def serve_command(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
     port: int = typer.Option(8000, "--port", help="Port to listen on."),
     demo: bool = typer.Option(False, "--demo", help="A throw-away store with a demo account and sample sessions."),
+    workers: int = typer.Option(1, "--workers", min=1, max=64,
+                                help="Server processes on this port (each a core; they share the store)."),
 ) -> None:
-    """Run the viewer at / and the HTTP API at /api/v1 (OpenAPI at /docs and /openapi.json)."""
+    """Run the viewer at / and the HTTP API at /api/v1 (OpenAPI at /docs and /openapi.json;
+    /healthz, /readyz and /metrics for operations)."""
     import uvicorn
 
+    from agentfolio._logs import logging_config
     from agentfolio.app import Agentfolio
     from agentfolio.app.demo import load_demo
     from agentfolio.server import create_server
@@ -35,6 +39,10 @@ def serve_command(
         settings = Settings.from_env()
     except SettingsError as error:
         fail(str(error), EXIT_USAGE)
+    if demo and workers > 1:
+        fail("--demo runs one process (its store is thrown away with it); leave out --workers", EXIT_USAGE)
+    log_level = os.environ.get("AGENTFOLIO_LOG_LEVEL", "info").lower()
+    log_config = logging_config(log_level, settings.log_format)
     temporary = None
     if demo:
         temporary = tempfile.TemporaryDirectory(prefix="agentfolio-demo-")
@@ -65,11 +73,36 @@ def serve_command(
             stdout().print(f"agentfolio viewer on {base}/ (sign in with a token), API on {base}/api/v1 "
                            f"(docs at {base}/docs); tokens: agentfolio token create --account NAME")
         sys.stdout.flush()
+        if workers > 1:
+            folio.close()  # the store was opened (and migrated) once here; each worker opens its own
+            _serve_workers(host, port, workers, log_level, log_config)
+            return
         server = create_server(settings, folio=folio, viewer_account=account)
         # A request still running must not hold the server past a few seconds after SIGTERM.
-        uvicorn.run(server, host=host, port=port, log_level=os.environ.get("AGENTFOLIO_LOG_LEVEL", "info"),
+        uvicorn.run(server, host=host, port=port, log_level=log_level, log_config=log_config,
                     timeout_graceful_shutdown=10)
     finally:
         folio.close()
         if temporary is not None:
             temporary.cleanup()
+
+
+def _serve_workers(host: str, port: int, workers: int, log_level: str, log_config: dict[str, object]) -> None:
+    """``workers`` processes on one socket, each serving the environment's settings. Their
+    metrics are added up through files in PROMETHEUS_MULTIPROC_DIR (a fresh folder unless set)."""
+    import uvicorn
+
+    from agentfolio.server.metrics import MULTIPROCESS_ENV
+
+    folder = None
+    if not os.environ.get(MULTIPROCESS_ENV):
+        folder = tempfile.TemporaryDirectory(prefix="agentfolio-metrics-")
+        os.environ[MULTIPROCESS_ENV] = folder.name
+    try:
+        uvicorn.run("agentfolio.server:app_from_env", factory=True, host=host, port=port, workers=workers,
+                    log_level=log_level, log_config=log_config, timeout_graceful_shutdown=10,
+                    # A worker answers its first health check once it has imported itself: slow on a busy machine.
+                    timeout_worker_healthcheck=60)
+    finally:
+        if folder is not None:
+            folder.cleanup()

@@ -18,12 +18,17 @@ another type                                    ``metadata.a2a_filename`` when i
                                                 as MessageBody's own parts do
 =============================================  =============================================
 
-``metadata`` rides in each content's ``extra``.  Read → write gives the same JSON value.
+``metadata`` rides in each content's ``extra``.  A stream of events (what a streaming call
+yields) reads as its messages in order; the chunks of one artifact (an ``artifactUpdate``
+with ``append``, until ``lastChunk``) join the artifact they extend, as the task holding them
+would, into one message with every part; where each later chunk stood, and its own update
+fields, ride in that message's ``artifactChunks``.  Read → write gives the same JSON value.
 """
 
 from __future__ import annotations
 
 import base64
+import itertools
 import zlib
 from typing import Any
 from urllib.parse import quote, unquote
@@ -181,7 +186,8 @@ def _read_session(document: Any, origin: Origin, kind: str) -> Session:
     forms = [kind]
     extras: dict[str, Any] = {}
     if kind == "stream":
-        messages = [_read_event(event, f"/{index}", origin) for index, event in enumerate(document)]
+        messages = _joined([_read_event(event, f"/{index}", origin) for index, event in enumerate(document)],
+                           origin)
     elif kind == "message":
         messages = [_read_message(document, "", origin)]
     elif kind == "artifact":
@@ -236,6 +242,40 @@ def _read_event(event: dict[str, Any], pointer: str, origin: Origin) -> Message:
         return with_extras(Message(role="assistant", contents=(kept,)), {FORM_KEY: "kept event"})
     tokens = " ".join(filter(None, (str(form(message) or ""), token)))
     return with_extras(message, {**(update or {}), FORM_KEY: tokens})
+
+
+CHUNKS = "artifactChunks"
+
+
+def _joined(messages: list[Message], origin: Origin) -> list[Message]:
+    """Streamed messages with each appended artifact chunk joined to the artifact it
+    extends (its parts after the artifact's), as far as its ``lastChunk``.  A chunk's event
+    index, part count, update fields and own artifact fields go in ``artifactChunks``."""
+    out: list[Message] = []
+    extending: dict[str, int] = {}  # artifactId → where in ``out`` its artifact stands
+    for index, message in enumerate(messages):
+        update = message.extra.get("artifactUpdate") if "artifact-update" in str(form(message) or "") else None
+        artifact_id = message.extra.get("artifactId")
+        if not isinstance(update, dict) or not isinstance(artifact_id, str) or CHUNKS in message.extra:
+            out.append(message)
+            continue
+        position = extending.get(artifact_id) if update.get("append") is True else None
+        if position is None:
+            extending.pop(artifact_id, None)
+            if update.get("lastChunk") is not True:
+                extending[artifact_id] = len(out)
+            out.append(message)
+            continue
+        joined = out[position]
+        chunk = {"at": index, "parts": len(message.items), "artifactUpdate": update,
+                 "artifact": {k: v for k, v in message.extra.items() if k not in (FORM_KEY, "artifactUpdate")}}
+        extended = with_extras(joined.model_copy(update={"contents": (*joined.items, *message.items)}),
+                               {CHUNKS: [*joined.extra.get(CHUNKS, ()), chunk]})
+        origin.add(extended, origin.pointer(joined, ""))
+        out[position] = extended
+        if update.get("lastChunk") is True:
+            del extending[artifact_id]
+    return out
 
 
 def _read_message(raw: Any, pointer: str, origin: Origin) -> Message:
@@ -336,7 +376,7 @@ def write(session: Session) -> Any:
     forms = set(value.split()) if isinstance(value, str) else set()
     messages = [message for _, message in session.messages()]
     if "stream" in forms:
-        return [_write_event(message, f"/messages/{index}") for index, message in enumerate(messages)]
+        return _write_stream(messages)
     if "message" in forms and len(messages) == 1:
         return _write_message(messages[0], "")
     if "artifact" in forms and len(messages) == 1:
@@ -358,6 +398,53 @@ def write(session: Session) -> Any:
     if artifacts or "artifacts" in forms:
         document["artifacts"] = artifacts
     return document
+
+
+def _write_stream(messages: list[Message]) -> list[Any]:
+    """The events of a stream: each message's, with a joined artifact split back into its
+    chunks, each at the place in the stream it came from."""
+    events: list[Any] = []
+    placed: dict[int, list[Any]] = {}
+    for index, message in enumerate(messages):
+        pointer = f"/messages/{index}"
+        chunks = _chunks(message)
+        if chunks is None:
+            events.append(_write_event(message, pointer))
+            continue
+        items = message.items
+        first = len(items) - sum(chunk["parts"] for chunk in chunks)
+        bare = _without_extra(message, CHUNKS).model_copy(update={"contents": items[:first]})
+        events.append(_write_event(bare, pointer))
+        offset = first
+        for chunk in chunks:
+            part = with_extras(Message(role=message.role, contents=items[offset:offset + chunk["parts"]]),
+                               {**chunk["artifact"], "artifactUpdate": chunk["artifactUpdate"],
+                                FORM_KEY: form(message)})
+            placed.setdefault(chunk["at"], []).append(_write_event(part, pointer))
+            offset += chunk["parts"]
+    stream: list[Any] = []
+    pending = iter(events)
+    for position in range(len(events) + sum(len(group) for group in placed.values())):
+        if position in placed:
+            stream.extend(placed.pop(position))
+        else:
+            stream.extend(itertools.islice(pending, 1))
+    stream.extend(pending)
+    for group in placed.values():  # a chunk whose place no longer exists (messages taken out) goes last
+        stream.extend(group)
+    return stream
+
+
+def _chunks(message: Message) -> list[dict[str, Any]] | None:
+    """A joined artifact's later chunks, when they are what the reader put there."""
+    chunks = message.extra.get(CHUNKS)
+    if not isinstance(chunks, list) or "artifact-update" not in str(form(message) or ""):
+        return None
+    if not all(isinstance(c, dict) and isinstance(c.get("at"), int) and isinstance(c.get("parts"), int)
+               and c["parts"] >= 0 and isinstance(c.get("artifactUpdate"), dict) and isinstance(c.get("artifact"), dict)
+               for c in chunks):
+        return None
+    return chunks if sum(chunk["parts"] for chunk in chunks) <= len(message.items) else None
 
 
 def _write_event(message: Message, pointer: str) -> Any:
@@ -510,7 +597,8 @@ _CONTENT_FIELDS: dict[type, tuple[frozenset[str], frozenset[str]]] = {
 }
 TARGET = Target(NAME, "A2A", ROLES, _nearest_role, _CONTENT_FIELDS, message_fields=frozenset({"messageId"}),
                 message_extras=frozenset({"contextId", "taskId", "metadata", "extensions", "referenceTaskIds",
-                                          "artifactId", "name", "description", "artifactUpdate", "statusUpdate"}),
+                                          "artifactId", "name", "description", "artifactUpdate", "statusUpdate",
+                                          CHUNKS}),
                 session_extras=frozenset({"id", "contextId", "status", "metadata"}), fix=_fix, citations=False)
 
 

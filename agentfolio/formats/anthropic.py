@@ -39,6 +39,7 @@ from agentfolio.formats.provider import (
     check_type,
     data_url,
     extras_without_form,
+    flag_foreign_signature,
     form,
     is_kept_whole,
     json_arguments,
@@ -46,6 +47,7 @@ from agentfolio.formats.provider import (
     kept_whole,
     lower_messages,
     rest,
+    signed_by,
     split_data_url,
 )
 from agentfolio.formats.shared import data_url_payload, group_by_role, require_objects
@@ -300,10 +302,11 @@ def _map_block(block: dict[str, Any]) -> Any:
                          annotations=annotations)
         return build(TextContent, rest(block, "type", "text"), text=block["text"])
     if kind == "thinking" and isinstance(block.get("thinking"), str) and isinstance(block.get("signature"), str):
-        return build(ReasoningContent, rest(block, "type", "thinking", "signature"), text=block["thinking"],
-                     protected_data=block["signature"])
+        return build(ReasoningContent, {**rest(block, "type", "thinking", "signature"), **signed_by(NAME)},
+                     text=block["thinking"], protected_data=block["signature"])
     if kind == "redacted_thinking" and isinstance(block.get("data"), str):
-        return build(ReasoningContent, rest(block, "type", "data"), protected_data=block["data"])
+        return build(ReasoningContent, {**rest(block, "type", "data"), **signed_by(NAME)},
+                     protected_data=block["data"])
     if isinstance(kind, str) and kind.endswith("tool_use") and isinstance(block.get("id"), str) and isinstance(
             block.get("name"), str) and isinstance(block.get("input"), dict):
         server = kind != "tool_use"
@@ -431,7 +434,7 @@ def _write_content(message: Message, pointer: str) -> str | list[Any]:
 
 def write_block(content: Any, pointer: str) -> Any:
     """One canonical content as a content block (FormatError when it has no Anthropic form)."""
-    extra = dict(content.extra)
+    extra = extras_without_form(content)
     if isinstance(content, OpaqueContent):
         if is_kept_whole(NAME, content):
             return kept_value(content)
@@ -514,6 +517,7 @@ def _foreign_type(rec: Recorder, source: Any, content: Any, pointer: str, suffix
 
 
 def _fix(rec: Recorder, source: Any, content: Any, pointer: str) -> Any:
+    flag_foreign_signature(rec, source, content, pointer, NAME, "Anthropic")
     if isinstance(content, FunctionCallContent):
         content = _foreign_type(rec, source, content, pointer, "_tool_use")
         update: dict[str, Any] = {}
@@ -595,7 +599,7 @@ TARGET = Target(NAME, "Anthropic Messages", ROLES, _nearest_role, _CONTENT_FIELD
                 session_extras=frozenset({"model", "max_tokens", "tools", "tool_choice", "temperature", "top_p",
                                           "top_k", "stop_sequences", "metadata", "thinking", "service_tier",
                                           "container", "mcp_servers"}),
-                fix=_fix)
+                fix=_fix, tools=NAME)
 
 
 def lower(session: Session, *, origin: Origin | None = None, options: ConvertOptions | None = None) -> Lowered:

@@ -37,12 +37,14 @@ from agentfolio.formats.provider import (
     check_type,
     data_url,
     extras_without_form,
+    flag_foreign_signature,
     is_kept_whole,
     json_arguments,
     kept_value,
     kept_whole,
     lower_messages,
     rest,
+    signed_by,
     split_data_url,
 )
 from agentfolio.formats.shared import group_by_role, require_objects
@@ -285,7 +287,8 @@ def _map_part(part: dict[str, Any], k: dict[str, str]) -> Any:
         if part.get("thought") is True:
             signature = part.get(k["thought_signature"])
             extras = rest(part, "text", "thought", *((k["thought_signature"],) if isinstance(signature, str) else ()))
-            return build(ReasoningContent, extras, text=part["text"],
+            signed = signed_by(NAME) if isinstance(signature, str) else {}
+            return build(ReasoningContent, {**extras, **signed}, text=part["text"],
                          **({"protected_data": signature} if isinstance(signature, str) else {}))
         return build(TextContent, rest(part, "text"), text=part["text"])
     inline = part.get(k["inline_data"])
@@ -460,6 +463,7 @@ class _Lowering:
         self.names = call_names(session)
 
     def fix(self, rec: Recorder, source: Any, content: Any, pointer: str) -> Any:
+        flag_foreign_signature(rec, source, content, pointer, NAME, "Gemini")
         if content.extra.get(FORM_KEY) == "no-id" and getattr(content, "call_id", None) is not None:
             content = content.model_copy(update={"call_id": None})  # given on the way out (durable state)
             object.__setattr__(content, "__pydantic_fields_set__", content.model_fields_set - {"call_id"})
@@ -520,7 +524,7 @@ def lower(session: Session, *, origin: Origin | None = None, options: ConvertOpt
                     session_extras=frozenset({"tools", "toolConfig", "tool_config", "generationConfig",
                                               "generation_config", "safetySettings", "safety_settings",
                                               "cachedContent", "cached_content", "model", "labels"}),
-                    fix=lowering.fix, citations=False)
+                    fix=lowering.fix, citations=False, tools=NAME)
     lowered = lower_messages(session, rec, target)
     messages = []
     for position, (message, _) in enumerate(lowered.messages):

@@ -43,6 +43,7 @@ from agentfolio.formats.provider import (
     kept_whole,
     lower_messages,
     rest,
+    signed_by,
     string_arguments,
 )
 from agentfolio.formats.shared import data_url_type, group_by_role
@@ -270,6 +271,7 @@ def _read_reasoning(item: dict[str, Any]) -> ReasoningContent | None:
     known: dict[str, Any] = {"text": text} if text is not None else {}
     if isinstance(item.get("encrypted_content"), str):
         known["protected_data"] = item["encrypted_content"]
+        extras.update(signed_by(NAME))
     elif "encrypted_content" in item:
         extras["encrypted_content"] = item["encrypted_content"]
     return build(ReasoningContent, extras, **known)
@@ -469,7 +471,7 @@ def _write_call(call: FunctionCallContent, pointer: str) -> dict[str, Any]:
 
 
 def _write_reasoning(content: ReasoningContent) -> dict[str, Any]:
-    extra = dict(content.extra)
+    extra = extras_without_form(content)
     item: dict[str, Any] = {"type": "reasoning", "summary": extra.pop("summary", _summary(content.text))}
     if content.protected_data is not None:
         item["encrypted_content"] = content.protected_data
@@ -624,7 +626,7 @@ TARGET = Target(NAME, "OpenAI Responses", ROLES, _nearest_role, _CONTENT_FIELDS,
                 session_extras=frozenset({"model", "tools", "tool_choice", "temperature", "top_p", "reasoning",
                                           "text", "metadata", "store", "include", "max_output_tokens", "truncation",
                                           "parallel_tool_calls", "previous_response_id", "service_tier", "user"}),
-                fix=_fix)
+                fix=_fix, tools=NAME)
 
 
 def lower(session: Session, *, origin: Origin | None = None, options: ConvertOptions | None = None) -> Lowered:

@@ -41,9 +41,11 @@ from agentfolio.model import (
     OpaqueContent,
     OpaqueEntry,
     PartContent,
+    ReasoningContent,
     Record,
     Session,
     TextContent,
+    ToolCatalogContent,
     UnknownContent,
 )
 
@@ -115,6 +117,41 @@ def kept_value(content: Record) -> Any:
 
 def form(record: Any) -> Any:
     return record.extra.get(FORM_KEY)
+
+
+# -- reasoning signatures ------------------------------------------------------------------
+#
+# Anthropic's thinking signatures, Gemini's thought signatures and OpenAI's encrypted
+# reasoning are each accepted only by the provider that made them.  A reader marks the
+# reasoning it reads with its format (in the content's $form: not data, never reported),
+# so a target can tell its own from another provider's.
+
+_SIGNED_BY = "signed-by:"
+
+
+def signed_by(fmt: str) -> dict[str, str]:
+    """The extras marking reasoning whose protected data ``fmt`` made."""
+    return {FORM_KEY: _SIGNED_BY + fmt}
+
+
+def signer(content: Any) -> str | None:
+    """The format whose reader marked this reasoning's protected data (None: unknown)."""
+    value = content.extra.get(FORM_KEY)
+    tokens = value.split() if isinstance(value, str) else ()
+    return next((token[len(_SIGNED_BY):] for token in tokens if token.startswith(_SIGNED_BY)), None)
+
+
+def flag_foreign_signature(rec: Recorder, source: Any, content: Any, pointer: str, target: str, title: str) -> None:
+    """Report reasoning carried into ``target`` with protected data another provider (or an
+    unknown one) made: the target refuses a signature it did not make."""
+    if not isinstance(content, ReasoningContent) or content.protected_data is None:
+        return
+    made_by = signer(content)
+    if made_by == target:
+        return
+    rec.approximate(source, pointer, "protectedData", "reasoning signature",
+                    f"made by {made_by or 'an unknown producer'}, not {title}: {title} refuses a signature it did "
+                    "not make, so drop this reasoning before sending the conversation back")
 
 
 def extras_without_form(record: Any) -> dict[str, Any]:
@@ -191,6 +228,9 @@ class Target:
     # Prefix of unknown property names kept anywhere (provider-namespaced metadata).
     keeps_extras: Callable[[type, str], bool] | None = None
     citations: bool = True
+    # The spelling (agentfolio.formats.tools) of the target's ``tools``: tool definitions in
+    # another spelling are rewritten in it, and tool catalogs in messages move there.
+    tools: str | None = None
 
 
 @dataclass
@@ -201,6 +241,9 @@ class LoweredMessages:
     session_extras: dict[str, Any] = field(default_factory=dict)
     # Each lowered message's source message and its model pointer, for later losses.
     sources: list[tuple[Message, str]] = field(default_factory=list)
+    # Tool descriptions of catalogs taken out of messages (target.tools), with their
+    # content and pointer.
+    catalog: list[tuple[Any, Any, str]] = field(default_factory=list)
 
     def approximate(self, rec: Recorder, index: int, key: str | None, what: str, why: str) -> None:
         source, pointer = self.sources[index]
@@ -215,7 +258,8 @@ def lower_messages(session: Session, rec: Recorder, target: Target) -> LoweredMe
     """Every message of ``session`` reduced to what ``target`` holds, losses reported."""
     out = LoweredMessages()
     for key, value in session.extra.items():
-        if key in target.session_extras or key == FORM_KEY:
+        if key in target.session_extras or key == FORM_KEY or (
+                target.keeps_extras and target.keeps_extras(Session, key)):
             out.session_extras[key] = value
         else:
             rec.drop(session, "", key, f"property {key!r}", f"{target.title} documents have no such property")
@@ -232,15 +276,39 @@ def lower_messages(session: Session, rec: Recorder, target: Target) -> LoweredMe
         if rec.origin.locates(entry):
             drop_entry_fields(rec, entry, pointer, f"{target.title} has no entries, only messages")
         for index, message in enumerate(entry.items):
-            lowered = _lower_message(rec, target, message, entry_index, index, entry.kind == "request")
+            if target.tools and _only_catalogs(rec, message, entry_index, index, out):
+                continue
+            lowered = _lower_message(rec, target, message, entry_index, index, entry.kind == "request", out)
             if lowered is not None:
                 out.messages.append((lowered, entry.kind == "request"))
                 out.sources.append((message, message_pointer(entry_index, index)))
+    if target.tools:
+        from agentfolio.formats.tools import SPELLINGS, lower_tools
+
+        written = lower_tools(rec, session, "tools", "", out.session_extras.get("tools"), SPELLINGS[target.tools],
+                              out.catalog)
+        if written is None:
+            out.session_extras.pop("tools", None)
+        else:
+            out.session_extras["tools"] = written
     return out
 
 
+def _only_catalogs(rec: Recorder, message: Message, entry_index: int, index: int, out: LoweredMessages) -> bool:
+    """A message that holds only tool catalogs becomes the target's tools, not a message."""
+    if not message.items or not all(isinstance(content, ToolCatalogContent) for content in message.items):
+        return False
+    for position, content in enumerate(message.items):
+        assert isinstance(content, ToolCatalogContent)
+        where = rec.at(content, content_pointer(entry_index, index, position))
+        out.catalog.extend((item, content, where) for item in content.items)
+    rec.approximate(message, message_pointer(entry_index, index), None, "message",
+                    "it holds only tool definitions: written as the request's tools")
+    return True
+
+
 def _lower_message(rec: Recorder, target: Target, message: Message, entry_index: int, index: int,
-                   in_request: bool) -> Message | None:
+                   in_request: bool, out: LoweredMessages) -> Message | None:
     pointer = message_pointer(entry_index, index)
     role = message.role
     if role not in target.roles:
@@ -263,7 +331,12 @@ def _lower_message(rec: Recorder, target: Target, message: Message, entry_index:
                      "property")
     contents = []
     for position, content in enumerate(message.items):
-        lowered = lower_content(rec, target, content, content_pointer(entry_index, index, position))
+        where = content_pointer(entry_index, index, position)
+        if target.tools and isinstance(content, ToolCatalogContent):
+            out.catalog.extend((item, content, rec.at(content, where)) for item in content.items)
+            rec.approximate(content, where, None, "tool catalog", "written as the request's tools")
+            continue
+        lowered = lower_content(rec, target, content, where)
         if lowered is not None:
             contents.append(lowered)
     if message.items and not contents:

@@ -18,6 +18,8 @@ __all__ = ["FORMATS", "detect", "get", "names"]
 _MODULES: dict[str, str] = {
     "durable-state": "agentfolio.formats.durable_state",
     "canonical": "agentfolio.formats.canonical",
+    # Its marker keys (gen_ai.input.messages...) are no other format's.
+    "otel-genai": "agentfolio.formats.otel_genai",
     "envelope": "agentfolio.formats.envelope",
     # Before openai-chat, which takes any object with "messages": these look for their
     # own marker keys and block types.

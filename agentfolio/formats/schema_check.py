@@ -30,9 +30,23 @@ def bundled_schema(file_name: str) -> dict[str, Any]:
     return schema
 
 
+# Bundled schemas another bundled schema refers to by ``$id``: validation never fetches.
+_REFERENCED: dict[str, tuple[str, ...]] = {"otel-genai-tool-definitions.json": ("json-schema-draft-07.json",)}
+
+
+def validator_of(file_name: str, schema: Any) -> Any:
+    """A validator of ``schema`` (a bundled schema, or a part of it), with the bundled
+    schemas that bundled file refers to resolvable."""
+    referenced = _REFERENCED.get(file_name, ())
+    if not referenced:
+        return jsonschema_rs.validator_for(schema)
+    registry = jsonschema_rs.Registry([(bundled_schema(name)["$id"], bundled_schema(name)) for name in referenced])
+    return jsonschema_rs.validator_for(schema, registry=registry)
+
+
 @cache
 def compiled_validator(file_name: str) -> Any:
-    return jsonschema_rs.validator_for(bundled_schema(file_name))
+    return validator_of(file_name, bundled_schema(file_name))
 
 
 def check(file_name: str, document: Any, *, limit: int = 1000) -> list[Problem]:

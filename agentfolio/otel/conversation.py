@@ -30,6 +30,7 @@ import orjson
 
 from agentfolio import _json
 from agentfolio.formats import convert
+from agentfolio.formats.losses import Loss
 from agentfolio.model import (
     Content,
     FunctionCallContent,
@@ -41,11 +42,11 @@ from agentfolio.model import (
     ToolCatalogContent,
     ToolDescription,
 )
-from agentfolio.otel.mapping import LLM_OPERATIONS
+from agentfolio.otel.mapping import LLM_OPERATIONS, MappedSpan
 from agentfolio.otel.messages import SpanMessages, read_span_messages
 
-__all__ = ["BuiltSession", "Continuation", "ConversationState", "build_conversation", "build_session",
-           "continue_conversation"]
+__all__ = ["BuiltSession", "Continuation", "ConversationState", "FoundConversation", "build_conversation",
+           "build_session", "continue_conversation", "conversations"]
 
 NOTES_KEY = "agentfolio.otel"
 MAX_NOTES = 50
@@ -58,7 +59,8 @@ class BuiltSession:
     document: dict[str, Any]
     agent: str | None
     notes: list[str] = field(default_factory=list)
-    losses: int = 0
+    #: What writing it as durable state lost (the tool catalog as text, and such).
+    losses: list[Loss] = field(default_factory=list)
     #: Where the conversation stands, to continue it with later spans.
     state: ConversationState | None = None
     #: The session the document was written from (lowered to durable state), entry for entry.
@@ -222,7 +224,7 @@ def build_session(payloads: Iterable[Mapping[str, Any]]) -> BuiltSession | None:
     document = dict(conversion.result)
     if notes:
         document[NOTES_KEY] = {"notes": notes}
-    return BuiltSession(session, document, state.agent, notes, len(conversion.losses), state, conversion.session)
+    return BuiltSession(session, document, state.agent, notes, conversion.losses, state, conversion.session)
 
 
 def _tool_json(tool: ToolDescription) -> Any:
@@ -303,3 +305,36 @@ def _iso(nanos: Any) -> str | None:
         return None
     moment = datetime.fromtimestamp(nanos // 1_000_000_000, tz=UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos % 1_000_000_000 // 1000:06d}Z"
+
+
+@dataclass(slots=True)
+class FoundConversation:
+    """One conversation found in a batch of spans (a file of them): the session id the
+    OTLP receiver would store it under, and the session built."""
+
+    session_id: str
+    built: BuiltSession
+    spans: int
+
+
+def conversations(spans: Iterable[MappedSpan]) -> list[FoundConversation]:
+    """The conversations of a batch of spans, each built as the OTLP receiver builds a
+    stored one: the spans of each session id in start order, sessions in the order their
+    first span appears, only those with a span that carries messages."""
+    groups: dict[str, list[MappedSpan]] = {}
+    for mapped in spans:
+        groups.setdefault(mapped.session_id, []).append(mapped)
+    found = []
+    for session_id, members in groups.items():
+        if not any(member.is_llm for member in members):
+            continue
+        payloads = sorted((member.span.to_json() for member in members),
+                          key=lambda p: (p.get("start_time_unix_nano") or 0, p.get("end_time_unix_nano") or 0))
+        built = build_session(payloads)
+        if built is None:
+            continue
+        # The agent the receiver files it under: one its spans (or their ancestors) name.
+        named = next((member.agent_hint for member in members if member.agent_hint), None)
+        built.agent = named or built.agent or members[0].service_name
+        found.append(FoundConversation(session_id, built, len(members)))
+    return found

@@ -1,7 +1,8 @@
 """The messages of one LLM span, read into the canonical model under every convention
 instrumentations use:
 
-* **OTel GenAI** (semantic conventions 1.37+): ``gen_ai.system_instructions``,
+* **OTel GenAI** (semantic conventions 1.37+, read by the ``otel-genai`` format's part and
+  message readers): ``gen_ai.system_instructions``,
   ``gen_ai.input.messages``, ``gen_ai.output.messages`` and ``gen_ai.tool.definitions``
   as structured attribute values or as JSON strings, on the span or on its
   ``gen_ai.client.inference.operation.details`` event (parts: ``text``, ``reasoning``,
@@ -22,27 +23,21 @@ reported in :attr:`SpanMessages.problems`, never dropped silently: the span keep
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from agentfolio import _json as jsonvalues
-from agentfolio.formats import openai_chat
+from agentfolio.formats import openai_chat, otel_genai
+from agentfolio.formats import tools as tool_spellings
 from agentfolio.formats.errors import FormatError
 from agentfolio.model import (
     Content,
-    DataContent,
-    FunctionCallContent,
-    FunctionResultContent,
-    HostedFileContent,
     Message,
-    ReasoningContent,
     TextContent,
     ToolDescription,
-    UnknownContent,
-    UriContent,
     Usage,
 )
 
@@ -119,7 +114,7 @@ def _json(value: Any, what: str, found: SpanMessages) -> Any:
 def _read_genai(attributes: Mapping[str, Any], found: SpanMessages) -> None:
     system = _json(attributes.get("gen_ai.system_instructions"), "gen_ai.system_instructions", found)
     if isinstance(system, list):
-        found.system.extend(genai_parts(system, "gen_ai.system_instructions", found.problems))
+        found.system.extend(otel_genai.read_parts(system))
     elif isinstance(system, str):  # some emitters send the plain text
         found.system.append(TextContent(text=system))
     for key, into in (("gen_ai.input.messages", found.input), ("gen_ai.output.messages", found.output)):
@@ -129,62 +124,7 @@ def _read_genai(attributes: Mapping[str, Any], found: SpanMessages) -> None:
         if not isinstance(value, list):
             found.problems.append(f"{key} is not an array of messages")
             continue
-        into.extend(genai_messages(value, key, found.problems))
-
-
-def genai_messages(values: Iterable[Any], where: str, problems: list[str]) -> list[Message]:
-    """GenAI messages (``{"role", "parts": [...], "name"?, "finish_reason"?}``)."""
-    out = []
-    for index, raw in enumerate(values):
-        if not isinstance(raw, dict) or not isinstance(raw.get("role"), str):
-            problems.append(f"{where}[{index}] is not a message with a role")
-            continue
-        contents = genai_parts(raw.get("parts") or [], f"{where}[{index}].parts", problems)
-        extension = {k: v for k, v in raw.items() if k not in ("role", "parts", "name")}
-        optional: dict[str, Any] = {}
-        if isinstance(raw.get("name"), str):
-            optional["author_name"] = raw["name"]
-        if extension:
-            optional["extension_data"] = extension
-        message = Message(role=raw["role"], contents=tuple(contents), **optional)
-        out.append(message)
-    return out
-
-
-def genai_parts(parts: Iterable[Any], where: str, problems: list[str]) -> list[Content]:
-    out: list[Content] = []
-    for index, part in enumerate(parts):
-        if not isinstance(part, dict):
-            problems.append(f"{where}[{index}] is not a part object")
-            continue
-        built: Content | None = _genai_part(part)
-        if built is None:
-            built = UnknownContent(content=part)
-        out.append(built)
-    return out
-
-
-def _genai_part(part: dict[str, Any]) -> Content | None:
-    kind = part.get("type")
-    text = part.get("content")
-    if kind == "text" and isinstance(text, str):
-        return TextContent(text=text)
-    if kind in ("reasoning", "thinking") and isinstance(text, str):
-        return ReasoningContent(text=text)
-    if kind == "tool_call":
-        return FunctionCallContent(**_some(call_id=_text(part.get("id")), name=_text(part.get("name"))),
-                                   arguments=part.get("arguments"))
-    if kind == "tool_call_response":
-        return FunctionResultContent(**_some(call_id=_text(part.get("id"))), result=part.get("response"))
-    mime = _text(part.get("mime_type"))
-    if kind == "blob" and isinstance(text, str):
-        media = mime or f"{part.get('modality') or 'application'}/*"
-        return DataContent(uri=f"data:{media};base64,{text}", media_type=media)
-    if kind == "uri" and isinstance(part.get("uri"), str):
-        return UriContent(uri=part["uri"], **_some(media_type=mime))
-    if kind == "file" and isinstance(part.get("file_id"), str):
-        return HostedFileContent(file_id=part["file_id"])
-    return None
+        into.extend(otel_genai.read_messages(value, key, problems=found.problems))
 
 
 def _tool_definitions(value: Any, found: SpanMessages) -> list[ToolDescription]:
@@ -193,24 +133,12 @@ def _tool_definitions(value: Any, found: SpanMessages) -> list[ToolDescription]:
         return []
     out = []
     for raw in value:
-        tool = _tool(raw)
-        if tool is None:
-            found.problems.append("a gen_ai.tool.definitions entry has no name")
+        tools = tool_spellings.read_any(raw)
+        if tools is None:
+            found.problems.append("a gen_ai.tool.definitions entry is not a function tool with a name")
         else:
-            out.append(tool)
+            out.extend(tools)
     return out
-
-
-def _tool(raw: Any) -> ToolDescription | None:
-    if not isinstance(raw, dict):
-        return None
-    body = _obj(raw.get("function")) or raw
-    name = body.get("name")
-    if not isinstance(name, str):
-        return None
-    schema = body.get("parameters", body.get("input_schema"))
-    return ToolDescription(name=name, description=_text(body.get("description")) or "",
-                           **({"json_schema": schema} if schema is not None else {}))
 
 
 # --------------------------------------------------------------------------- chat-completion shapes
@@ -343,12 +271,10 @@ def _read_openinference(indexed: dict[str, dict[int, dict[str, Any]]], found: Sp
 
 
 def _openinference_tools(tools: dict[int, dict[str, Any]], found: SpanMessages) -> list[ToolDescription]:
-    out = []
+    out: list[ToolDescription] = []
     for index in sorted(tools):
         schema = _json(tools[index].get("tool.json_schema"), f"llm.tools.{index}.tool.json_schema", found)
-        tool = _tool(schema)
-        if tool is not None:
-            out.append(tool)
+        out.extend(tool_spellings.read_any(schema) or ())
     return out
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentfolio.formats.losses import FORM_KEY
 from agentfolio.model import (
     FunctionCallContent,
     FunctionResultContent,
@@ -89,7 +90,7 @@ def is_server_call(content: object) -> bool:
 
 
 #: Properties of a server-run call that are bookkeeping, not what it did.
-_CALL_BOOKKEEPING = frozenset({"type", "id", "status", "$form"})
+_CALL_BOOKKEEPING = frozenset({"type", "id", "status", FORM_KEY})
 
 
 def server_details(call: FunctionCallContent) -> dict[str, object]:
@@ -243,6 +244,38 @@ def segment_kind(content: object) -> str:
     if isinstance(content, PartContent):
         return "media" if media_class(content.content_type, content.url) else "part"
     return "raw"
+
+
+def flows_inline(content: object, kind: str) -> bool:
+    """Whether a segment reads as part of the sentence around it: a template variable
+    always, a text when it is one short paragraph.  A run of such segments with a variable
+    in it is drawn as one paragraph, each variable in its place in the text."""
+    if kind == "static_var":
+        return True
+    if kind != "text":
+        return False
+    text = getattr(content, "text", None) or ""
+    return len(text) <= 1000 and "\n\n" not in text.strip() and not text.lstrip().startswith(_BLOCK_STARTS)
+
+
+#: How markdown that is more than a paragraph starts (a heading, a list, a quote, a table, code).
+_BLOCK_STARTS = ("#", "-", "*", ">", "|", "```", "1.")
+
+
+def inline_runs(kinds_and_flows: list[tuple[str, bool]]) -> list[tuple[int, int]]:
+    """The ``(start, stop)`` runs of segments drawn as one paragraph: consecutive segments
+    that flow inline, at least one a variable and one not."""
+    runs: list[tuple[int, int]] = []
+    start = 0
+    while start < len(kinds_and_flows):
+        stop = start
+        while stop < len(kinds_and_flows) and kinds_and_flows[stop][1]:
+            stop += 1
+        kinds = {kind for kind, _ in kinds_and_flows[start:stop]}
+        if "static_var" in kinds and len(kinds) > 1:
+            runs.append((start, stop))
+        start = stop + 1
+    return runs
 
 
 def is_folded(content: object, kind: str | None = None) -> bool:
@@ -542,8 +575,9 @@ def tools_of(session: Session) -> list[ToolInfo]:
 # Nothing a record carries is hidden: whatever has no look of its own is shown as its
 # JSON ("more properties"), in every renderer.
 
-#: Unknown properties a renderer already draws in its own way.
-DRAWN_EXTRAS = frozenset({"success", "toolName", "altText", "exception"})
+#: Unknown properties a renderer already draws in its own way, and the note of how a
+#: source spelled something (``$form``: bookkeeping, not data).
+DRAWN_EXTRAS = frozenset({"success", "toolName", "altText", "exception", FORM_KEY})
 #: Data-level properties drawn in their own way (outcomes of 2.0 states, in the shared
 #: spelling and in Microsoft's Python prototype's).
 DRAWN_DATA = frozenset({"terminalResults", "completionReceipts", "responseMailbox", "completedCorrelations"})
@@ -586,7 +620,7 @@ CONTENT_DRAWN = frozenset({"kind", "presentation", "text", "uri", "media_type", 
 
 def session_properties(session: Session) -> dict[str, Any]:
     """Session- and data-level properties not drawn elsewhere (``session``, ``truncation``...)."""
-    found = {key: value for key, value in session.extra.items() if key != "model"}
+    found = {key: value for key, value in session.extra.items() if key not in ("model", FORM_KEY)}
     if session.data is not None:
         found.update((key, value) for key, value in session.data.extra.items() if key not in DRAWN_DATA)
     return found

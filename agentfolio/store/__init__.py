@@ -14,9 +14,11 @@ from agentfolio.store.blob_refs import Swept, sweep
 from agentfolio.store.blobs import BlobStore, open_blob_store
 from agentfolio.store.engine import create_engine, migrate
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, StoreError, VersionConflict
+from agentfolio.store.jobs import Jobs
 from agentfolio.store.registry import RegistryStore
 from agentfolio.store.sessions import Appended, Created, SessionCursor, SessionInfo, Sessions, SessionStore
 from agentfolio.store.tokens import Tokens
+from agentfolio.store.viewer_files import ViewerFiles
 
 
 class Store:
@@ -30,12 +32,16 @@ class Store:
         self.tokens = Tokens(engine)
         self.sessions = SessionStore(engine, blobs, settings)
         self.registry = RegistryStore(engine, idempotency_window=settings.idempotency_window)
+        self.viewer_files = ViewerFiles(engine, blobs)
+        self.jobs = Jobs(engine)
 
     @classmethod
-    def open(cls, settings: Settings | None = None, *, run_migrations: bool = True) -> Store:
+    def open(cls, settings: Settings | None = None, *, run_migrations: bool | None = None) -> Store:
+        """``run_migrations``: bring the schema to the newest first (default: unless the
+        settings say ``AGENTFOLIO_MIGRATE=off``)."""
         settings = settings or Settings.from_env()
         engine = create_engine(settings.effective_database_url)
-        if run_migrations:
+        if run_migrations if run_migrations is not None else settings.migrate == "auto":
             migrate(engine)
         return cls(settings, engine, open_blob_store(settings))
 

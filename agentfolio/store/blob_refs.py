@@ -8,6 +8,8 @@ for it, and removes the bytes before it commits.  So a committed reference never
 at missing bytes, whatever resets, deletes, creates and sweeps run at the same time, in
 any number of processes: every decision to remove is taken under the lock a writer needs
 before pointing at the blob, and every writer checks the bytes again under that lock.
+Files opened in the viewer (``viewer_files``) point at blobs the same way
+(:func:`lock_and_store`), and the sweep keeps what they point at too.
 (On SQLite a write transaction holds the whole database's write lock, which is stronger.)
 
 On PostgreSQL one process sweeps at a time (a session advisory lock); the others skip.
@@ -31,7 +33,7 @@ from sqlalchemy.engine import Connection, Engine
 from agentfolio.store.blobs import CONTENT_KEY, LEGACY_KEY, BlobMissing, BlobStore, content_key
 from agentfolio.store.documents import PackedEntry
 from agentfolio.store.engine import read_transaction, write_transaction
-from agentfolio.store.tables import blobs, entry_blobs
+from agentfolio.store.tables import blobs, entry_blobs, viewer_files
 
 log = logging.getLogger("agentfolio.store")
 
@@ -57,8 +59,16 @@ def keep_blobs(connection: Connection, store: BlobStore, session_pk: int, first_
             digests.add(digest)
         references += [{"session_pk": session_pk, "position": first_position + index, "digest": digest}
                        for digest in sorted(digests)]
+    lock_and_store(connection, store, contents)
+    return references
+
+
+def lock_and_store(connection: Connection, store: BlobStore, contents: dict[str, bytes]) -> None:
+    """Lock the rows of these blobs (digest → bytes; inserting the new ones) until the
+    transaction ends, and make sure their bytes are in the store: after this, the
+    transaction may point at them."""
     if not contents:
-        return references
+        return
     now = time.time()
     ordered = sorted(contents)  # one lock order for every writer: no deadlock between two of them
     for start in range(0, len(ordered), _BATCH):
@@ -69,7 +79,6 @@ def keep_blobs(connection: Connection, store: BlobStore, session_pk: int, first_
                                                         set_={"created_at": blobs.c.created_at}))
     for digest in ordered:
         store.put(content_key(digest), contents[digest])
-    return references
 
 
 def point_at_blobs(connection: Connection, references: list[dict[str, Any]]) -> None:
@@ -115,8 +124,7 @@ def sweep(engine: Engine, store: BlobStore) -> Swept:
         after = ""
         while True:  # rows nothing points at (left by resets, deletes, expiry)
             unreferenced = (sa.select(blobs.c.digest)
-                            .where(blobs.c.digest > after,
-                                   ~sa.exists().where(entry_blobs.c.digest == blobs.c.digest))
+                            .where(blobs.c.digest > after, ~_referenced(blobs.c.digest))
                             .order_by(blobs.c.digest).limit(_BATCH))
             with read_transaction(engine) as connection:
                 digests = list(connection.execute(unreferenced).scalars())
@@ -140,6 +148,12 @@ def sweep(engine: Engine, store: BlobStore) -> Swept:
         return Swept(deleted=deleted, moved=moved)
 
 
+def _referenced(digest: Any) -> Any:
+    """Whether anything points at the blob: an entry, or a file opened in the viewer."""
+    return sa.or_(sa.exists().where(entry_blobs.c.digest == digest),
+                  sa.exists().where(viewer_files.c.digest == digest))
+
+
 def _collect_unknown(engine: Engine, store: BlobStore, digests: list[str]) -> int:
     """Remove those of these stored blobs that have no row (under the row lock, as always)."""
     if not digests:
@@ -156,7 +170,7 @@ def _collect(engine: Engine, store: BlobStore, digest: str) -> int:
         connection.execute(_insert(connection).values(digest=digest, created_at=time.time())
                            .on_conflict_do_nothing(index_elements=[blobs.c.digest]))
         connection.execute(sa.select(blobs.c.digest).where(blobs.c.digest == digest).with_for_update())
-        if connection.execute(sa.select(sa.exists().where(entry_blobs.c.digest == digest))).scalar_one():
+        if connection.execute(sa.select(_referenced(sa.literal(digest)))).scalar_one():
             return 0
         connection.execute(sa.delete(blobs).where(blobs.c.digest == digest))
         store.delete(content_key(digest))

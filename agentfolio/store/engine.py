@@ -9,18 +9,25 @@ last transactions before a power cut may be lost, but the file is never corrupte
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine, make_url
 
 WRITE = "agentfolio_write"
+MIGRATION_LOCK_KEY = 7208921501  # pg_advisory_xact_lock key: one process migrates at a time
 _migrate_lock = threading.Lock()
+log = logging.getLogger("agentfolio.store")
 
 
 def create_engine(url: str, **kwargs: object) -> Engine:
@@ -75,12 +82,68 @@ def alembic_config() -> Config:
     return config
 
 
-def migrate(engine: Engine) -> None:
-    """Bring the database to the newest schema (creating it on first use)."""
+@dataclass(frozen=True, slots=True)
+class SchemaStatus:
+    """Where a database's schema stands against the migrations this code knows.
+
+    ``state``: ``current`` (at the newest), ``behind`` (migrations to run; ``empty`` when
+    none ever ran), or ``ahead`` (migrated by a newer agentfolio: this code runs on it as
+    long as the newer migrations only added, which docs/deploy.md asks of every migration).
+    """
+
+    current: str | None
+    head: str
+    pending: tuple[str, ...]
+    state: Literal["current", "behind", "empty", "ahead"]
+
+
+def _script() -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def _status(connection: Connection, script: ScriptDirectory) -> SchemaStatus:
+    head = script.get_current_head()
+    assert head is not None, "the migrations have one head"
+    current = MigrationContext.configure(connection).get_current_revision()
+    if current == head:
+        return SchemaStatus(current, head, (), "current")
+    if current is None:
+        pending = tuple(revision.revision for revision in reversed(list(script.walk_revisions("base", head))))
+        return SchemaStatus(None, head, pending, "empty")
+    if not _known(script, current):
+        return SchemaStatus(current, head, (), "ahead")
+    pending = tuple(revision.revision for revision in reversed(list(script.walk_revisions(current, head)))
+                    if revision.revision != current)
+    return SchemaStatus(current, head, pending, "behind")
+
+
+def _known(script: ScriptDirectory, revision: str) -> bool:
+    try:
+        return script.get_revision(revision) is not None
+    except Exception:  # alembic raises its own ResolutionError for an unknown revision
+        return False
+
+
+def schema_status(engine: Engine) -> SchemaStatus:
+    with read_transaction(engine) as connection:
+        return _status(connection, _script())
+
+
+def migrate(engine: Engine) -> SchemaStatus:
+    """Bring the database to the newest schema (creating it on first use); the status it
+    had before.  A database a newer agentfolio migrated is left as it is."""
+    script = _script()
     with _migrate_lock, write_transaction(engine) as connection:
         if connection.dialect.name == "postgresql":
-            # Two processes opening a new database at once: one migrates, the other waits.
-            connection.exec_driver_sql("SELECT pg_advisory_xact_lock(7208921501)")
-        config = alembic_config()
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+            # Several processes opening one database at once: one migrates, the others wait.
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
+        before = _status(connection, script)
+        if before.state == "ahead":
+            log.warning("the database schema (%s) is newer than this agentfolio's (%s); "
+                        "running on it unchanged", before.current, before.head)
+            return before
+        if before.state != "current":
+            config = alembic_config()
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+        return before

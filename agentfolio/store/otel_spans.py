@@ -83,6 +83,9 @@ class WrittenSpans:
     queued: set[str] = field(default_factory=set)
     #: (agent id, instance id) of every trace written to.
     instances: set[tuple[str, str]] = field(default_factory=set)
+    #: (agent id, schema version id) of every schema version this write created (span
+    #: types seen for the first time): governance raises the alerts they call for.
+    schema_versions: list[tuple[str, str]] = field(default_factory=list)
 
 
 def now_us() -> int:
@@ -203,6 +206,14 @@ class OtelRows(Rows):
     def current_schema_version(self, agent_id: str) -> str | None:
         return self.conn.execute(self.scope.select(t_agents, t_agents.c.current_schema_version_id)
                                  .where(t_agents.c.id == agent_id)).scalar()
+
+    def newest_schema_version(self, agent_id: str) -> str | None:
+        """The agent's schema version created last (by the receiver, a run's registration, or a
+        user declaring its span types' data risk)."""
+        return self.conn.execute(self.scope.select(t_schema_versions, t_schema_versions.c.id)
+                                 .where(t_schema_versions.c.agent_id == agent_id)
+                                 .order_by(t_schema_versions.c.inserted_at.desc(), t_schema_versions.c.id.desc())
+                                 .limit(1)).scalar()
 
     def schema_version_with(self, agent_id: str, fingerprint: str) -> str | None:
         return self.conn.execute(self.scope.select(t_schema_versions, t_schema_versions.c.id).where(
@@ -339,6 +350,7 @@ class _Write:
         self.pk = info.account_pk
         self.stamp = now_us()
         self._ids: dict[tuple[str, str], str] = {}
+        self.created: list[tuple[str, str]] = []
 
     def _id(self, trace_id: str, span_id: str) -> str:
         key = (trace_id, span_id)
@@ -402,6 +414,7 @@ class _Write:
         self._rehome(fresh, agent_of, agents, instance_of)
         self._found_children(list(fresh))
         result.inserted = len(rows)
+        result.schema_versions = list(self.created)
         return result
 
     # -- lookups --------------------------------------------------------------------------
@@ -460,10 +473,16 @@ class _Write:
         return {agent_id: self._declare(agent_id, seen) for agent_id, seen in names.items()}
 
     def _declare(self, agent_id: str, seen: set[str]) -> CompiledSchemaVersion:
-        compiled = self.unit.compiled(self.rows.current_schema_version(agent_id))
+        # The newest version is the base: one a user created to declare the data risk of the
+        # span types seen so far is what later traces run under (and what any new span
+        # type extends), as a Prefactor run takes the version it registers with.
+        newest = self.rows.newest_schema_version(agent_id)
+        compiled = self.unit.compiled(newest)
         declared = dict(compiled.span_types) if compiled else {}
         missing = sorted(seen - declared.keys())
         if compiled is not None and not missing:
+            if newest is not None and newest != self.rows.current_schema_version(agent_id):
+                self.rows.run_schema_version(agent_id, newest, self.stamp)
             return compiled
         for name in missing:
             declared[name] = otel_span_type(name)
@@ -476,6 +495,7 @@ class _Write:
                 id=new_id, agent_id=agent_id, external_identifier="opentelemetry", fingerprint=fingerprint,
                 span_type_schemas=orjson.dumps(draft.span_type_schemas_json()), quality_schemas=b"{}",
                 inserted_at=self.stamp, updated_at=self.stamp)
+            self.created.append((agent_id, new_id))
         self.rows.run_schema_version(agent_id, new_id, self.stamp)
         compiled = CompiledSchemaVersion.from_draft(draft, new_id)
         self.registry.versions.put(compiled)

@@ -151,5 +151,43 @@ entry_blobs = sa.Table(
     sa.Index(None, "digest"),
 )
 
+# Files opened in the viewer without being stored as sessions: kept per account, a few and
+# for a day (``store.viewer_files``), so that every server behind a load balancer can show
+# a file another one received.  The bytes are a blob like any other (collected by the same
+# sweep once no row points at them).
+viewer_files = sa.Table(
+    "viewer_files", metadata,
+    sa.Column("pk", BigKey, primary_key=True, autoincrement=True),
+    sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), nullable=False),
+    sa.Column("token", sa.String(64), nullable=False, unique=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("kind", sa.String(50), nullable=False),
+    sa.Column("detected", sa.String(200), nullable=True),
+    # Which of the items the file opens as (a span export opens as one per conversation).
+    sa.Column("part", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("problem_count", sa.Integer, nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("digest", sa.String(64), sa.ForeignKey("blobs.digest"), nullable=False),
+    sa.Column("opened_at", sa.Float, nullable=False),
+    sa.Column("used_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Index(None, "account_pk", "used_at"),
+    sa.Index(None, "expires_at"),
+    sa.Index(None, "digest"),
+)
+
+# Background work a server does now and then (expiry, the blob sweep): one row per job, so
+# that however many servers run, each period one of them takes the job (``store.jobs``).
+background_jobs = sa.Table(
+    "background_jobs", metadata,
+    sa.Column("name", sa.String(100), primary_key=True),
+    # No server may take the job again before this time (epoch seconds).
+    sa.Column("lease_until", sa.Float, nullable=False),
+    sa.Column("runner", sa.String(200), nullable=True),
+    sa.Column("started_at", sa.Float, nullable=True),
+    sa.Column("finished_at", sa.Float, nullable=True),
+    sa.Column("runs", sa.BigInteger, nullable=False),
+)
+
 # The agent registry defines its tables on the same metadata (migration 0002_registry).
 from agentfolio.store import registry_tables  # noqa: E402,F401

@@ -41,14 +41,14 @@ from agentfolio.errors import AgentfolioError
 from agentfolio.formats import durable_state
 from agentfolio.formats.errors import FormatError, Problem
 from agentfolio.formats.jsonio import gc_paused
-from agentfolio.present import activity
+from agentfolio.present import activity, compare
 from agentfolio.present.search import SessionIndex
 from agentfolio.web import agents as agent_views
 from agentfolio.web import html, registry_data
 from agentfolio.web import traces as trace_pages
 from agentfolio.web.charts import usage_charts
 from agentfolio.web.csrf import refuse_cross_site
-from agentfolio.web.documents import Opened, OpenedFiles, open_bytes
+from agentfolio.web.documents import Opened, OpenedFiles, OpenedStore, StoredOpenedFiles
 from agentfolio.web.traces import trace_from_document
 
 COOKIE = "agentfolio_session"
@@ -201,7 +201,7 @@ class WebViewer:
     folio: Any = None
     account: Any = None
     prefix: str = ""
-    opened: OpenedFiles = field(default_factory=OpenedFiles)
+    opened: OpenedStore = field(default_factory=OpenedFiles)
     sessions: _Lru = field(default_factory=lambda: _Lru(8))
     locks: dict[Any, threading.Lock] = field(default_factory=dict)
     locks_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -326,7 +326,7 @@ class WebViewer:
             except AgentfolioError:
                 return None
         if ref.startswith("file:"):
-            opened = self.opened.get(ref[5:], who.owner)
+            opened = self.opened.get(ref[5:], who)
             if opened is None:
                 return None
             return self.opened_source(opened) if opened.kind == "session" else opened
@@ -372,9 +372,11 @@ def _parse_local_time(value: str | None) -> float | None:
 
 
 def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "",
-                      opened: OpenedFiles | None = None) -> APIRouter:
+                      opened: OpenedStore | None = None) -> APIRouter:
     """The viewer's routes; include it in an app (``app.include_router(router)``)."""
-    viewer = WebViewer(folio=folio, account=account, prefix=prefix.rstrip("/"), opened=opened or OpenedFiles())
+    if opened is None:
+        opened = StoredOpenedFiles(folio) if folio is not None else OpenedFiles()
+    viewer = WebViewer(folio=folio, account=account, prefix=prefix.rstrip("/"), opened=opened)
     router = APIRouter(prefix=viewer.prefix, include_in_schema=False, dependencies=[Depends(refuse_cross_site)])
     for name in ("session.html", "entries_fragment.html", "sessions.html", "trace.html", "agents.html"):
         html.environment().get_template(name)  # compiled now, not on someone's first page
@@ -586,9 +588,9 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/open")
     @guarded
     async def open_page(request: Request, who: Who) -> Response:
-        return viewer.page(request, "open.html", who, nav="open",
-                           recent=viewer.opened.of_kind(who.owner, "session", "trace", "schema_version", "body",
-                                                        "body_schema", "invalid")[:20])
+        recent = await run_in_threadpool(viewer.opened.of_kind, who, "session", "trace", "schema_version", "body",
+                                         "body_schema", "invalid")
+        return viewer.page(request, "open.html", who, nav="open", recent=recent[:20])
 
     @router.post("/open")
     @guarded
@@ -611,9 +613,9 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         if len(data) > MAX_UPLOAD_BYTES:
             return viewer.error(request, who, 413, "File too large",
                                 f"The viewer opens files up to {MAX_UPLOAD_BYTES:,} bytes.")
-        opened = await run_in_threadpool(open_bytes, data, name=name[:200], owner=who.owner)
-        viewer.opened.add(opened)
-        target = f"{viewer.prefix}/open/{opened.token}"
+        items = await run_in_threadpool(viewer.opened.open_all, data, name[:200], who)
+        # A span export with several conversations opens each; the open page lists them.
+        target = f"{viewer.prefix}/open/{items[0].token}" if len(items) == 1 else f"{viewer.prefix}/open"
         if request.headers.get("hx-request"):
             return Response(status_code=204, headers={"HX-Redirect": target})
         return RedirectResponse(target, status_code=303)
@@ -621,10 +623,10 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/open/{token}")
     @guarded
     async def opened_page(request: Request, who: Who, token: str, start: int = 0, show: str = "") -> Response:
-        opened = viewer.opened.get(token, who.owner)
+        opened = await run_in_threadpool(viewer.opened.get, token, who)
         if opened is None:
             return viewer.error(request, who, 404, "Not open any more",
-                                "Files opened in the viewer are kept in memory for a while only; open it again.")
+                                "Files opened in the viewer are kept for a day after their last look; open it again.")
         return await run_in_threadpool(_render_opened, request, who, opened, start, show)
 
     @router.get("/open/{token}/entries")
@@ -632,7 +634,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     async def opened_entries(request: Request, who: Who, token: str, start: int = 0, prefix: str = "",
                              page: int = html.PAGE_ENTRIES, show: str = "", earlier: int = 0,
                              more: int = 1) -> Response:
-        opened = viewer.opened.get(token, who.owner)
+        opened = await run_in_threadpool(viewer.opened.get, token, who)
         if opened is None or opened.kind != "session":
             return HTMLResponse("", status_code=404, headers=SECURITY_HEADERS)
         paging = Paging(max(0, start), page, show, prefix, bool(earlier), bool(more))
@@ -642,7 +644,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/open/{token}/find")
     @guarded
     async def opened_find(request: Request, who: Who, token: str, q: str = "", show: str = "") -> Response:
-        opened = viewer.opened.get(token, who.owner)
+        opened = await run_in_threadpool(viewer.opened.get, token, who)
         if opened is None or opened.kind != "session":
             return HTMLResponse("", status_code=404, headers=SECURITY_HEADERS)
         text = _find_text(q)
@@ -671,7 +673,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     @router.get("/open/{token}/export.html")
     @guarded
     async def opened_export(request: Request, who: Who, token: str) -> Response:
-        opened = viewer.opened.get(token, who.owner)
+        opened = await run_in_threadpool(viewer.opened.get, token, who)
         if opened is None or opened.kind != "session":
             return viewer.error(request, who, 404, "Not open any more", "Open the file again to export it.")
         return _export(viewer.opened_source(opened))
@@ -760,7 +762,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
         if registry_data.has_registry(viewer.folio):
             agents, _ = registry_data.list_agents(viewer.folio, who.account)
             profile = registry_data.risk_profile(viewer.folio, who.account)
-        return {"versions": viewer.opened.of_kind(who.owner, "schema_version"), "agents": agents,
+        return {"versions": viewer.opened.of_kind(who, "schema_version"), "agents": agents,
                 "risk_badges": agent_views.risk_badges, "risk_profile": profile}
 
     @router.post("/agents/compat")
@@ -783,8 +785,9 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
 
     @router.get("/compare")
     @guarded
-    async def compare_page(request: Request, who: Who, a: str = "", b: str = "") -> Response:
+    async def compare_page(request: Request, who: Who, a: str = "", b: str = "", changes: int = 0) -> Response:
         sides: list[tuple[str, Conversation | tuple[str, Any]]] = []
+        sources: list[Source] = []
         problems = []
         for label, ref in (("left", a), ("right", b)):
             if not ref:
@@ -793,6 +796,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
             if found is None:
                 problems.append(f"{label}: no session or open file {ref!r}")
             elif isinstance(found, Source):
+                sources.append(found)
                 sides.append(("session", found.conversation(prefix="L-" if label == "left" else "R-")))
             elif isinstance(found, tuple):
                 sides.append(("trace", found))
@@ -801,16 +805,27 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
                 sides.append(("trace", (found.name, trace)))
             else:
                 problems.append(f"{label}: {found.name} is a {found.detected or found.kind}, not a session or a trace")
-        choices = [(f"file:{item.token}", f"{item.name} (opened {item.detected})")
-                   for item in viewer.opened.of_kind(who.owner, "session", "trace")]
-        if viewer.folio is not None:
-            stored = await run_in_threadpool(viewer.folio.sessions.list, who.account, limit=50)
-            choices += [(info.id, f"{info.id}" + (f" ({info.agent})" if info.agent else "")) for info in stored]
-        if registry_data.has_registry(viewer.folio):
-            recent, _ = await run_in_threadpool(registry_data.list_instances, viewer.folio, who.account, page_size=20)
-            choices += [(f"instance:{item['id']}", f"instance {item['id']} ({item['status']})") for item in recent]
+        comparison = None
+        if len(sources) == 2:
+            comparison = await run_in_threadpool(compare_views, sources[0], sources[1], bool(changes))
+        choices = await run_in_threadpool(_compare_choices, who)
         return viewer.page(request, "compare.html", who, nav="compare", sides=sides, problems=problems,
-                           a=a, b=b, choices=choices)
+                           a=a, b=b, choices=choices, comparison=comparison, changes=bool(changes))
+
+    def _compare_choices(who: Who) -> list[tuple[str, list[tuple[str, str]]]]:
+        """What either side can be, grouped: opened files, stored sessions, agent instances."""
+        groups: list[tuple[str, list[tuple[str, str]]]] = [
+            ("Opened files", [(f"file:{item.token}", f"{item.name} ({item.detected})")
+                              for item in viewer.opened.of_kind(who, "session", "trace")])]
+        if viewer.folio is not None:
+            stored = viewer.folio.sessions.list(who.account, limit=100)
+            groups.append(("Stored sessions", [(info.id, info.id + (f" · {info.agent}" if info.agent else "")
+                                                + f" · {info.entry_count:,} entries") for info in stored]))
+        if registry_data.has_registry(viewer.folio):
+            recent, _ = registry_data.list_instances(viewer.folio, who.account, page_size=20)
+            groups.append(("Agent instances", [(f"instance:{item['id']}", f"{item['id']} · {item['status']}")
+                                               for item in recent]))
+        return [(name, items) for name, items in groups if items]
 
     return router
 
@@ -852,6 +867,53 @@ def _conversation(window: Callable[[int, int], Source], find: Callable[..., Sequ
     stop = only[-1] + 1
     return window(first, stop - first).conversation(first, prefix=prefix, stop=stop, only=only, show=show,
                                                      earlier=False, more=paging.more)
+
+
+#: Most entries of each side a comparison aligns (the rest is left out, and says so).
+COMPARE_ENTRIES = 2000
+
+
+@dataclass
+class ComparedRow:
+    status: str
+    left: html.EntryView | None
+    right: html.EntryView | None
+    changes: list[Any] | None = None
+
+
+@dataclass
+class Comparison:
+    left_title: str
+    right_title: str
+    rows: list[ComparedRow]
+    counts: dict[str, int]
+    cut: bool
+
+
+def compare_views(left: Source, right: Source, only_changes: bool = False) -> Comparison:
+    """Two sessions' turns aligned, each changed pair with a word diff of what it says."""
+    left_entries = left.view.session.entries[:COMPARE_ENTRIES]
+    right_entries = right.view.session.entries[:COMPARE_ENTRIES]
+    aligned = compare.align_turns(left_entries, right_entries)
+    counts = {status: sum(row.status == status for row in aligned) for status in ("same", "changed", "left", "right")}
+    rows = []
+    for row in aligned:
+        if only_changes and row.status == "same":
+            continue
+        shown = ComparedRow(row.status, _one_entry(left.view, row.left), _one_entry(right.view, row.right))
+        if row.status == "changed" and row.left is not None and row.right is not None:
+            shown.changes = compare.word_diff(compare.turn_text(left_entries[row.left]),
+                                              compare.turn_text(right_entries[row.right]))
+        rows.append(shown)
+    cut = len(left.view.session.entries) > COMPARE_ENTRIES or len(right.view.session.entries) > COMPARE_ENTRIES
+    return Comparison(left.title, right.title, rows, counts, cut)
+
+
+def _one_entry(view: html.SessionView, index: int | None) -> html.EntryView | None:
+    if index is None:
+        return None
+    found = html.entry_views(view, index, index + 1)
+    return found[0] if found else None
 
 
 def _local(target: str, prefix: str) -> str:

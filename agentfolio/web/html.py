@@ -58,6 +58,15 @@ def render_markdown(text: str | None) -> Markup:
                             url_schemes={"http", "https", "mailto", "data"}, link_rel="noopener noreferrer nofollow"))
 
 
+def render_markdown_inline(text: str | None) -> Markup:
+    """A one-paragraph markdown text as sanitized inline HTML (emphasis, code, links)."""
+    if not text:
+        return Markup("")
+    rendered = _MARKDOWN.renderInline(text)
+    return Markup(nh3.clean(rendered, tags=_ALLOWED_TAGS, attributes=_ALLOWED_ATTRIBUTES,
+                            url_schemes={"http", "https", "mailto", "data"}, link_rel="noopener noreferrer nofollow"))
+
+
 def pretty_json(value: Any, limit: int = JSON_PREVIEW_CHARS) -> tuple[str, int]:
     """``value`` as indented JSON (a string stays a string), and how many characters were cut."""
     if isinstance(value, str):
@@ -284,6 +293,16 @@ class MessageView:
     more: dict[str, Any] = field(default_factory=dict)
     #: Its anchor in the page (``e<entry>.m<message>``), None for an outcome's message.
     place: str | None = None
+    #: The segments as drawn: each alone, or a run that reads as one paragraph (FlowView).
+    blocks: list[SegmentView | FlowView] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class FlowView:
+    """Segments drawn as one paragraph: short texts with the template variables among them."""
+
+    segments: list[SegmentView]
+    flow: bool = True
 
 
 @dataclass(slots=True)
@@ -440,9 +459,26 @@ def _message_view(message: Message, pairs: rules.ToolPairs, index: str, show: st
         segment = segment_view(content, pairs, latencies)
         segment.place = f"{place}.c{number}" if place else None
         segments.append(segment)
-    return MessageView(role, role_class(message.role), message.author_name, message.created_at, segments, index,
+    view = MessageView(role, role_class(message.role), message.author_name, message.created_at, segments, index,
                        message.message_id, {} if show else rules.more_properties(message, rules.MESSAGE_DRAWN),
                        place=place)
+    view.blocks = _blocks(segments)
+    return view
+
+
+def _blocks(segments: list[SegmentView]) -> list[SegmentView | FlowView]:
+    runs = rules.inline_runs([(segment.kind, rules.flows_inline(segment.content, segment.kind))
+                              for segment in segments])
+    if not runs:
+        return list(segments)
+    blocks: list[SegmentView | FlowView] = []
+    at = 0
+    for start, stop in runs:
+        blocks.extend(segments[at:start])
+        blocks.append(FlowView(segments[start:stop]))
+        at = stop
+    blocks.extend(segments[at:])
+    return blocks
 
 
 def segment_view(content: Any, pairs: rules.ToolPairs | None = None,
@@ -527,7 +563,8 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("agentfolio.web", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(markdown=render_markdown, json=_json_filter, json_cut=_json_cut, size=rules.human_size,
+    env.filters.update(markdown=render_markdown, markdown_inline=render_markdown_inline, json=_json_filter,
+                       json_cut=_json_cut, size=rules.human_size,
                        usage=lambda usage: rules.format_usage(usage) if usage is not None else "tokens: not reported",
                        time=short_time, one_line=rules.one_line, url=rules.shown_url,
                        duration=rules.human_duration, risk_label=risk.risk_label)

@@ -324,7 +324,7 @@ def add_routes(router: APIRouter, viewer: WebViewer, guarded: Callable[..., Any]
         return StoredTrace(viewer.folio, who.account, instance_id, prefix)
 
     def opened(request: Request, who: Any, token: str) -> OpenedTrace | Response:
-        found = viewer.opened.get(token, who.owner)
+        found = viewer.opened.get(token, who)
         if found is None or found.kind != "trace":
             return viewer.error(request, who, 404, "Not open any more", "Open the file again to see it.")
         return OpenedTrace(found, prefix)
@@ -352,7 +352,7 @@ def add_routes(router: APIRouter, viewer: WebViewer, guarded: Callable[..., Any]
             page = await run_in_threadpool(viewer.folio.traces.list, Principal(who.account), query)
         view = ListView(page, filters, f"{prefix}/traces")
         return viewer.page(request, "traces.html", who, nav="traces", listing=view, sorts=LIST_SORTS,
-                           has_registry=has_registry(), traces=viewer.opened.of_kind(who.owner, "trace"),
+                           has_registry=has_registry(), traces=viewer.opened.of_kind(who, "trace"),
                            duration=duration_label, css_token=css_token)
 
     @router.get("/traces/{instance_id}")

@@ -26,26 +26,17 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agentfolio.app import Agentfolio
 from agentfolio.formats import convert, durable_state
 from agentfolio.formats.envelope import FORMAT as ENVELOPE
-from agentfolio.server import create_server
 from agentfolio.settings import Settings
 from agentfolio.store import Store
-from tests.otlp_support import Relay, get, messages_of, provider, spans_of, wait_for_session
-from tests.storage import InProcessServer
+from tests.otlp_support import Relay, get, messages_of, provider, serving, spans_of, wait_for_session
 
 
 @pytest.fixture
 def served(settings: Settings, store: Store) -> Iterator[tuple[str, str]]:
-    """uvicorn serving the server on loopback, in a thread of this process (its start
-    does not wait for a second interpreter to import everything)."""
-    token, _ = store.accounts.create_token("otel")
-    server = InProcessServer(create_server(folio=Agentfolio(store, owned=False), viewer=False), log_level="warning")
-    try:
-        yield server.url, token
-    finally:
-        server.stop()
+    with serving(store, "otel") as found:
+        yield found
 
 
 _RELAY = Relay("agent_framework")

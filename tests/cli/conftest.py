@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.storage import database_url, postgres_url, settings  # noqa: F401
+
 
 @pytest.fixture
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

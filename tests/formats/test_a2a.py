@@ -110,3 +110,33 @@ def test_streamed_artifact_chunks_read_as_messages_and_write_back_whole() -> Non
     assert texts == ["Write the report.", "# Report\n", "Revenue grew 12%.", "Done."]
     assert a2a.write(read.session) == stream
     assert convert(convert(copy.deepcopy(stream), to="durable-state").result, to="a2a").result == stream
+
+
+def test_appended_artifact_chunks_join_the_artifact_they_extend() -> None:
+    from a2a.types import StreamResponse
+
+    def chunk(artifact: str, parts: list, **flags: bool) -> dict:
+        return {"artifactUpdate": {"taskId": "t", "contextId": "c", **flags,
+                                   "artifact": {"artifactId": artifact, "parts": parts}}}
+
+    working = {"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}}
+    stream = [
+        chunk("report", [{"text": "# Report\n"}]),
+        chunk("log", [{"text": "one-shot"}], lastChunk=True),
+        chunk("report", [{"text": "Revenue "}], append=True),
+        working,
+        chunk("report", [{"text": "grew 12%."}, {"data": {"growth": 0.12}}], append=True, lastChunk=True),
+        chunk("report", [{"text": "a new report"}]),  # not appended: a new artifact of the same id
+    ]
+    for event in stream:
+        ParseDict(event, StreamResponse())
+    read = a2a.read(copy.deepcopy(stream))
+    artifacts = [(m.extra["artifactId"], len(m.items)) for _, m in read.session.messages() if "artifactId" in m.extra]
+    assert artifacts == [("report", 4), ("log", 1), ("report", 1)]
+    # Written back, each chunk is an event again, in the place it had in the stream.
+    assert a2a.write(read.session) == stream
+    through = convert(convert(copy.deepcopy(stream), to="durable-state").result, to="a2a")
+    assert through.result == stream
+    # Another format sees the one artifact, and is told its chunking does not come along.
+    conversion = convert(copy.deepcopy(stream), to="openai-chat")
+    assert any(loss.what == "message property 'artifactChunks'" for loss in conversion.losses)

@@ -121,3 +121,15 @@ def test_whatever_is_converted_in_is_a_request_the_validator_and_the_sdk_accept(
     conversion = convert(document, to="anthropic", strict_read=False)
     assert anthropic.validate(conversion.result) == []
     sdk_request({"model": "m", "max_tokens": 1, **conversion.result})
+
+
+def test_a_signature_another_provider_made_is_flagged_where_anthropic_would_refuse_it() -> None:
+    gemini = orjson.loads((GALLERY.parents[1] / "gemini" / "gallery.json").read_bytes())
+    conversion = convert(gemini, to="anthropic")
+    flagged = [loss for loss in conversion.losses if loss.what == "reasoning signature"]
+    assert flagged and all(loss.approximated and "made by gemini" in loss.why for loss in flagged)
+    # Anthropic's own signatures, through durable state and back, are its own: nothing flagged.
+    there = convert(gallery(), to="durable-state")
+    assert not [loss for loss in convert(there.result, to="anthropic").losses if loss.what == "reasoning signature"]
+    # Nor does the marker that says whose they are ever reach a request.
+    assert "$form" not in orjson.dumps(convert(there.result, to="anthropic").result).decode()

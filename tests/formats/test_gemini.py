@@ -107,3 +107,11 @@ def test_whatever_is_converted_in_is_what_the_validator_and_the_sdk_accept(docum
     conversion = convert(document, to="gemini", strict_read=False)
     assert gemini.validate(conversion.result) == []
     sdk_accepts(conversion.result)
+
+
+def test_a_signature_another_provider_made_is_flagged_where_gemini_would_refuse_it() -> None:
+    anthropic = orjson.loads((GALLERY.parents[1] / "anthropic" / "gallery.json").read_bytes())
+    flagged = [loss for loss in convert(anthropic, to="gemini").losses if loss.what == "reasoning signature"]
+    assert flagged and all("made by anthropic" in loss.why for loss in flagged)
+    there = convert(gallery(), to="durable-state")
+    assert not [loss for loss in convert(there.result, to="gemini").losses if loss.what == "reasoning signature"]

@@ -154,7 +154,9 @@ def test_envelope_to_chat_writes_text_for_what_chat_has_no_kind_for() -> None:
     assert conversion.result["model"] == "gpt-4o-2024-08-06"
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "tool", "assistant"]
     system = messages[0]["content"]
-    assert [p["type"] for p in system] == ["text"] * 5 and system[1]["text"] == "Paris"
+    assert [p["type"] for p in system] == ["text"] * 4 and system[1]["text"] == "Paris"
+    # The tool overview is the request's tool definitions, not text in the system message.
+    assert [tool["function"]["name"] for tool in conversion.result["tools"]] == ["get_weather", "search_trains"]
     user_parts = messages[1]["content"]
     assert user_parts[2] == {"type": "image_url", "image_url": {"url": "https://example.com/lyon.jpg"}}
     calls = messages[2]["tool_calls"]

@@ -16,7 +16,7 @@ from agentfolio.model import OpaqueContent
 from agentfolio.web.html import export_html
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-GALLERIES = ["anthropic", "openai_responses", "gemini", "langchain", "a2a"]
+GALLERIES = ["anthropic", "openai_responses", "gemini", "langchain", "a2a", "otel_genai"]
 
 
 def session_of(name: str):  # type: ignore[no-untyped-def]
@@ -55,6 +55,18 @@ def test_gemini_code_execution_shows_beside_its_result() -> None:
     opened = terminal("gemini", expand=True)
     call_at = opened.index("→ server call code_execution")
     assert opened.index("59.0", call_at) > call_at  # the id-less result is shown with its call
+
+
+def test_otel_genai_tools_reasoning_and_server_calls_have_their_own_look() -> None:
+    folded = terminal("otel_genai")
+    assert "tools · 2 tools: get_weather, web_search" in folded  # the tool definitions, folded
+    assert "reasoning · 68 chars" in folded  # reasoning folded
+    opened = terminal("otel_genai", expand=True)
+    call_at = opened.index("→ server call web_search")
+    assert opened.index("Paris forecast", call_at) > call_at  # the server call beside what it found
+    assert opened.index("→ call get_weather") < opened.index('"sky": "sunny"')
+    html = export_html(session_of("otel_genai"), title="otel")
+    assert 'data-kind="tool_overview"' in html and 'data-kind="reasoning"' in html
 
 
 @pytest.mark.parametrize("name", GALLERIES)

@@ -130,6 +130,7 @@ READS: list[tuple[str, Callable[[OtelRows, Holdings], Any]]] = [
     ("instances_of_spans", lambda r, a: r.instances_of_spans(a.spans)),
     ("agents_named", lambda r, a: r.agents_named([f"only-{_name(a)}"])),
     ("current_schema_version", lambda r, a: r.current_schema_version(a.agent)),
+    ("newest_schema_version", lambda r, a: r.newest_schema_version(a.agent)),
     ("schema_version_with", lambda r, a: r.schema_version_with(a.agent, a.version_fingerprint)),
     ("agent_version_with", lambda r, a: r.agent_version_with(a.agent, a.agent_version_fingerprint)),
     ("instances_of_traces", lambda r, a: r.instances_of_traces(a.agent, [TRACE])),

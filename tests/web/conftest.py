@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.storage import database_url, postgres_url, settings  # noqa: F401
 from tests.web.browser import SCREENSHOTS, chromium, chromium_problem, running_server
 
 
@@ -60,7 +61,11 @@ class Console:
     def screenshot(self, name: str) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         path = SCREENSHOTS / f"{name}.png"
+        # A whole-page picture from the top, so sticky bars are drawn where they belong.
+        scrolled = self.page.evaluate("() => [window.scrollX, window.scrollY]")
+        self.page.evaluate("() => window.scrollTo(0, 0)")
         self.page.screenshot(path=str(path), full_page=True)
+        self.page.evaluate("([x, y]) => window.scrollTo(x, y)", scrolled)
         return path
 
 

@@ -63,3 +63,22 @@ def test_a_window_shows_the_same_entries_as_the_whole_session(stored: Any) -> No
     client.get("/sessions/long/summary")
     whole = client.get("/sessions/long/entries", params={"start": 120, "page": 30}).text
     assert cut == whole
+
+
+def test_every_span_of_a_trace_has_a_detail_pane_and_llm_spans_show_their_messages(stored: Any) -> None:
+    from agentfolio.app.demo import load_trace_demo
+
+    folio, account = stored
+    instance = load_trace_demo(folio, account, spans=40, otel=False)
+    client = TestClient(create_web_app(folio=folio, account=account))
+    page = client.get(f"/traces/{instance}")
+    assert page.status_code == 200
+    span_ids = re.findall(r'class="span-row[^"]*"[^>]*\bdata-id="([^"]+)"', page.text)
+    assert len(span_ids) == 40
+    with_messages = 0
+    for span_id in span_ids:
+        pane = client.get(f"/traces/{instance}/span", params={"id": span_id})
+        assert pane.status_code == 200, (span_id, pane.text[:500])
+        assert f'data-span="{span_id}"' in pane.text
+        with_messages += 'class="span-messages"' in pane.text
+    assert with_messages > 0  # LLM spans' messages drawn as entries

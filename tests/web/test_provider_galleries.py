@@ -16,7 +16,7 @@ from tests.web.conftest import Console
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
-@pytest.mark.parametrize("name", ["anthropic", "openai_responses", "gemini", "langchain", "a2a"])
+@pytest.mark.parametrize("name", ["anthropic", "openai_responses", "gemini", "langchain", "a2a", "otel_genai"])
 def test_gallery_opens_in_chromium_with_every_block_shown(browser: Any, tmp_path: Path, name: str) -> None:
     document = orjson.loads((FIXTURES / name / "gallery.json").read_bytes())
     session = registry.detect(document).read(document).session

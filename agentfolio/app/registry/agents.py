@@ -211,6 +211,14 @@ def store_schema_version(work: Work, agent_id: str, draft: SchemaVersionDraft, *
     return version_id
 
 
+def version_alerts(work: Work, agent_id: str, version_id: str) -> None:
+    """The alerts a stored schema version calls for (one created by another path)."""
+    compiled = work.unit.compiled(version_id)
+    if compiled is not None:
+        schema_version_alerts(work, agent_id, version_id,
+                              rollup((name, t.data_risk) for name, t in compiled.span_types.items()).flags)
+
+
 def schema_version_output(work: Work, version_id: str | None) -> SchemaVersion:
     row = work.unit.schema_versions.get(version_id) if ids.is_id(version_id) else None  # type: ignore[arg-type]
     if row is None or (work.principal.deployed and row.agent_id != work.principal.agent_id):

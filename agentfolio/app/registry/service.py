@@ -223,6 +223,19 @@ class RegistryService:
 
         return self._write_unit(principal, make)
 
+    def schema_versions_created(self, principal: Principal, versions: Sequence[tuple[str, str]]) -> None:
+        """Raise the alerts schema versions made outside this service call for (the OTLP
+        receiver's, declaring span types as it sees them), as for one created here."""
+        if not versions:
+            return
+
+        def alert(unit: RegistryUnit) -> None:
+            work = self._work(unit, principal)
+            for agent_id, version_id in versions:
+                agents.version_alerts(work, agent_id, version_id)
+
+        self._write_unit(principal, alert)
+
     def agent_risk(self, principal: Principal, agent_ref: str) -> RiskReport:
         """Risk roll-up of an agent (by id or external identifier) and of each schema version."""
         with self._rows.reading(self._account(principal)) as unit:

@@ -82,6 +82,8 @@ class _EnvelopeLowering:
         self.call_failed = call_failed
         self.call_names = {c.call_id: c.name for _, m in session.messages() for c in m.items
                            if isinstance(c, FunctionCallContent) and c.call_id is not None}
+        # Calls lowered so far: a result pairs only with a request before it.
+        self.calls_seen: set[str] = set()
         used = [m.message_id for _, m in session.messages() if isinstance(m.message_id, str)]
         self.used_ids = set(used)
         self.seen_ids: set[str] = set()
@@ -354,6 +356,8 @@ class _EnvelopeLowering:
         rec = self.rec
         update: dict[str, Any] = {}
         if content.call_id is not None:
+            self.calls_seen.add(content.call_id)
+        if content.call_id is not None:
             rec.drop(content, pointer, "callId", "callId", "the envelope has no call ids: a result is paired with "
                      "the earliest open request for the same tool, and ids are generated when read back")
         if content.name is None:
@@ -388,6 +392,11 @@ class _EnvelopeLowering:
             rec.approximate(content, pointer, None, "toolName",
                             "no call with this call id names the tool: written as ''")
             extras["toolName"] = ""
+        elif content.call_id not in self.calls_seen:
+            extras["toolName"] = self.call_names[content.call_id or ""]
+            rec.approximate(content, pointer, None, "toolName", "the call with this call id comes after its "
+                            "result, and the envelope pairs a result with a request before it: the tool's name "
+                            "is written on the result")
         result = content.result
         if not isinstance(result, str):
             rec.approximate(content, pointer, "result", "result", "the envelope keeps a result as a string: "

@@ -26,6 +26,7 @@ from agentfolio.formats.losses import (
 from agentfolio.formats.openai_chat.reader import group_entries
 from agentfolio.formats.openai_chat.spec import MESSAGE_EXTRA_KEYS, PART_EXTRA_KEYS, REQUEST_KEYS, ROLES, TOOL_CALL_KIND
 from agentfolio.formats.shared import data_url_type
+from agentfolio.formats.tools import SPELLINGS, lower_tools
 from agentfolio.model import (
     DataContent,
     ErrorContent,
@@ -41,6 +42,7 @@ from agentfolio.model import (
     Session,
     SessionData,
     TextContent,
+    ToolCatalogContent,
     UnknownContent,
     UriContent,
     UsageContent,
@@ -64,6 +66,7 @@ def lower(session: Session, *, origin: Origin | None = None, options: ConvertOpt
             rec.drop(session.data, "/data", key, f"data property {key!r}", "chat messages have no session state")
     messages: list[Message] = []
     result_pointers: dict[int, str] = {}  # where each result stood, should it move
+    catalog: list[tuple[Any, Any, str]] = []  # tool catalogs, which become the request's tools
     generated = 0
     for entry_index, entry in enumerate(session.entries):
         pointer = entry_pointer(entry_index)
@@ -76,16 +79,27 @@ def lower(session: Session, *, origin: Origin | None = None, options: ConvertOpt
                             "read back, its messages form request or response entries by role")
         for index, message in enumerate(entry.items):
             lowered, generated = _lower_message(rec, message, entry_index, index, entry.kind == "request", generated,
-                                                result_pointers)
+                                                result_pointers, catalog)
             messages.extend(lowered)
     messages = _answer_only_calls_made(rec, messages, result_pointers)
+    tools = lower_tools(rec, session, "tools", "", extras.get("tools"), SPELLINGS["openai-chat"], catalog)
+    if tools is not None:
+        extras["tools"] = tools
     lowered_session = Session(data=SessionData(conversation_history=tuple(group_entries(messages))))
     return Lowered(with_extras(lowered_session, extras), rec.losses)
 
 
 def _lower_message(rec: Recorder, message: Message, entry_index: int, index: int, in_request: bool,
-                   generated: int, result_pointers: dict[int, str]) -> tuple[list[Message], int]:
+                   generated: int, result_pointers: dict[int, str],
+                   catalog: list[tuple[Any, Any, str]]) -> tuple[list[Message], int]:
     pointer = message_pointer(entry_index, index)
+    if message.items and all(isinstance(content, ToolCatalogContent) for content in message.items):
+        for position, content in enumerate(message.items):
+            where = rec.at(content, content_pointer(entry_index, index, position))
+            catalog.extend((item, content, where) for item in content.items)  # type: ignore[union-attr]
+        rec.approximate(message, pointer, None, "message", "it holds only tool definitions: written as the "
+                        "request's tools")
+        return [], generated
     role = message.role
     if role not in ROLES:
         role = "tool" if role == "function" else ("user" if in_request else "assistant")
@@ -100,6 +114,10 @@ def _lower_message(rec: Recorder, message: Message, entry_index: int, index: int
     results: list[FunctionResultContent] = []
     for position, content in enumerate(message.items):
         where = content_pointer(entry_index, index, position)
+        if isinstance(content, ToolCatalogContent):
+            catalog.extend((item, content, rec.at(content, where)) for item in content.items)
+            rec.approximate(content, where, None, "tool catalog", "written as the request's tools")
+            continue
         drop_provider_fields(rec, content, where, "Chat Completions")
         if isinstance(content, FunctionResultContent):
             results.append(_lower_result(rec, content, where))

@@ -431,6 +431,13 @@
     var t = event.target;
     if (!t.classList) return;
     if (t.classList.contains("toggle-raw")) setRaw(!document.body.classList.contains("raw"));
+    else if (t.classList.contains("nav-toggle") || t.classList.contains("toolbar-toggle")) {
+      // The menu and the view options fold away on a phone; the button says which way they are.
+      var open = t.getAttribute("aria-expanded") !== "true";
+      t.setAttribute("aria-expanded", open ? "true" : "false");
+      var panel = document.getElementById(t.getAttribute("aria-controls"));
+      if (panel) panel.classList.toggle("unfolded", open);
+    }
     else if (t.classList.contains("find-next")) step(1);
     else if (t.classList.contains("find-prev")) step(-1);
     else if (t.classList.contains("expand-all")) setAll(true);

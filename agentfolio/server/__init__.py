@@ -1,9 +1,13 @@
 """The server ``agentfolio serve`` runs: the HTTP API under ``/api/v1`` and the viewer at
-``/``, over one :class:`agentfolio.app.Agentfolio`, with the background work a server owns
-(expiring idle sessions, collecting unreferenced blobs).
+``/``, over one :class:`agentfolio.app.Agentfolio`, with what a process that serves owns:
+the background jobs (expiring idle sessions and old opened files, collecting unreferenced
+blobs; :mod:`agentfolio.app.jobs`), health and readiness (:mod:`.health`), metrics
+(:mod:`.metrics`) and its logs (:mod:`agentfolio._logs`).
 
 ``create_server(settings)`` builds it; ``uvicorn --factory agentfolio.server:app_from_env``
-serves it from the environment's settings.
+serves it from the environment's settings.  Any number of servers (and workers) on one
+database and blob store behave as one: everything a request leaves behind for the next is
+in the store, and each background job runs on one server per period.
 
 A shutdown is never held up by a request: SIGTERM and SIGINT first stop every check running
 in a worker process (:mod:`agentfolio._deadline`; those requests answer 503 at once), then
@@ -22,9 +26,12 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from agentfolio import _deadline
+from agentfolio import _deadline, _logs
 from agentfolio.api.app import API_DESCRIPTION, API_VERSION, install_api
 from agentfolio.app import Agentfolio
+from agentfolio.app.jobs import Job, background_jobs, run_if_due
+from agentfolio.server import health
+from agentfolio.server.metrics import BACKGROUND_JOB_RUNS, MetricsMiddleware
 from agentfolio.settings import Settings
 
 __all__ = ["app_from_env", "create_server"]
@@ -45,11 +52,7 @@ def create_server(settings: Settings | None = None, *, folio: Agentfolio | None 
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        tasks = []
-        if settings.session_ttl > 0:
-            tasks.append(asyncio.create_task(_expire_forever(application)))
-        if settings.blob_sweep_interval > 0:
-            tasks.append(asyncio.create_task(_sweep_blobs_forever(application, settings.blob_sweep_interval)))
+        tasks = [asyncio.create_task(_run_forever(application, job)) for job in background_jobs(application)]
         # OTel conversations queued by any server (or left by one that stopped) are taken
         # in here too: every server drains the one queue.
         conversations = application.conversation_worker()
@@ -75,40 +78,35 @@ def create_server(settings: Settings | None = None, *, folio: Agentfolio | None 
     app = FastAPI(title="agentfolio", version=API_VERSION, lifespan=lifespan, description=API_DESCRIPTION)
     app.state.folio = folio
     app.state.settings = settings
+    app.include_router(health.router)
     install_api(app, max_body_bytes=settings.max_body_bytes)
     if viewer:
         from agentfolio.web.app import create_web_router
 
         app.include_router(create_web_router(folio=folio, account=viewer_account))
+    app.add_middleware(MetricsMiddleware)
     return app
 
 
-async def _expire_forever(folio: Agentfolio) -> None:
-    interval = max(1.0, min(3600.0, folio.settings.session_ttl / 10))
+async def _run_forever(folio: Agentfolio, job: Job) -> None:
+    """Ask for ``job`` now and then; the store gives it to one server per period."""
+    pause = max(0.5, min(job.period / 2, 30.0))
     while True:
         try:
-            removed = await run_in_threadpool(folio.sessions.expire)
-            if removed:
-                log.info("expired %d idle session(s)", removed)
+            ran, line = await run_in_threadpool(run_if_due, folio, job)
+            BACKGROUND_JOB_RUNS.labels(job.name, "ran" if ran else "skipped").inc()
+            if line:
+                log.info("%s", line)
         except Exception:  # keep serving; the next round retries
-            log.exception("expiring idle sessions failed")
-        await asyncio.sleep(interval)
-
-
-async def _sweep_blobs_forever(folio: Agentfolio, interval: float) -> None:
-    """Collect the blobs nothing points at; with several server processes on one
-    PostgreSQL database, one sweeps at a time and the others skip that round."""
-    while True:
-        await asyncio.sleep(interval)
-        try:
-            swept = await run_in_threadpool(folio.sweep_blobs)
-            if swept.deleted or swept.moved:
-                log.info("blob sweep: removed %d unreferenced blob(s), moved %d to content keys",
-                         swept.deleted, swept.moved)
-        except Exception:  # keep serving; the next round retries
-            log.exception("sweeping the blob store failed")
+            BACKGROUND_JOB_RUNS.labels(job.name, "failed").inc()
+            log.exception("background job %s failed", job.name)
+        await asyncio.sleep(pause)
 
 
 def app_from_env() -> FastAPI:
-    """For ``uvicorn --factory agentfolio.server:app_from_env``."""
-    return create_server(Settings.from_env())
+    """For ``uvicorn --factory agentfolio.server:app_from_env`` (and each worker of
+    ``agentfolio serve --workers N``)."""
+    settings = Settings.from_env()
+    if settings.log_format == "json":
+        _logs.configure(logging.getLevelName(logging.getLogger("uvicorn").getEffectiveLevel()).lower(), "json")
+    return create_server(settings)

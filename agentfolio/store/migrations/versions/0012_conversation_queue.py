@@ -2,8 +2,8 @@
 stored but not yet taken into their conversation, claimed by a worker in any server
 process and finished in the session write's own transaction.
 
-Revision ID: 0011_conversation_queue
-Revises: 0010_invalid_spans_by_start
+Revision ID: 0012_conversation_queue
+Revises: 0011_shared_servers
 Create Date: 2026-11-27
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011_conversation_queue"
-down_revision = "0010_invalid_spans_by_start"
+revision = "0012_conversation_queue"
+down_revision = "0011_shared_servers"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,47 @@
+"""Where a database's schema stands, and opening one migrated by a newer agentfolio: a server
+of the older code keeps running on it (a rolling upgrade)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from agentfolio.settings import Settings
+from agentfolio.store import Store
+from agentfolio.store.engine import create_engine, migrate, schema_status
+from agentfolio.store.health import readiness_problems
+
+
+def test_an_empty_database_is_behind_until_migrated(settings: Settings) -> None:
+    engine = create_engine(settings.effective_database_url)
+    try:
+        before = schema_status(engine)
+        assert before.state == "empty" and before.current is None
+        assert before.pending[-1] == before.head and len(before.pending) >= 5
+        assert migrate(engine).state == "empty"
+        after = schema_status(engine)
+        assert (after.state, after.current, after.pending) == ("current", before.head, ())
+        assert migrate(engine).state == "current"
+    finally:
+        engine.dispose()
+
+
+def test_with_migrations_off_the_store_is_not_ready_until_upgraded(settings: Settings) -> None:
+    with Store.open(settings.with_(migrate="off")) as store:
+        problems = readiness_problems(store)
+        assert len(problems) == 1 and "agentfolio db upgrade" in problems[0], problems
+        migrate(store.engine)
+        assert readiness_problems(store) == []
+
+
+def test_a_database_migrated_by_a_newer_agentfolio_is_used_as_it_is(settings: Settings) -> None:
+    with Store.open(settings) as store:
+        account = store.accounts.ensure("alice")
+        store.sessions.of(account).create({"schemaVersion": "1.2.0", "data": {"conversationHistory": []}},
+                                          session_id="kept")
+        with store.engine.begin() as connection:
+            connection.execute(sa.text("UPDATE alembic_version SET version_num = '9999_from_the_future'"))
+    with Store.open(settings) as store:  # migrates by default: must leave the newer schema alone
+        status = schema_status(store.engine)
+        assert (status.state, status.current) == ("ahead", "9999_from_the_future")
+        assert readiness_problems(store) == []
+        assert [info.id for info in store.sessions.of(store.accounts.ensure("alice")).list()] == ["kept"]
