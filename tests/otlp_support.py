@@ -133,7 +133,23 @@ def settle(store: Any, account: Any, timeout: float = 120) -> None:
         time.sleep(0.05)
 
 
-def wait_for_session(url: str, token: str, session_id: str, store: Any) -> dict[str, Any]:
+def wait_for_session(url: str, token: str, session_id: str, count: int, timeout: float = 120) -> dict[str, Any]:
+    """The stored session once it holds ``count`` messages (conversations follow their
+    spans, from the queue a server's worker drains)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        response = httpx.get(f"{url}/api/v1/sessions/{session_id}", headers={"Authorization": f"Bearer {token}"},
+                             timeout=30)
+        if response.status_code == 200 and len(messages_of(response.json())) >= count:
+            return response.json()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"session {session_id} not ready: {response.status_code} {response.text[:300]}")
+        time.sleep(0.1)
+
+
+def settled_session(url: str, token: str, session_id: str, store: Any) -> dict[str, Any]:
     """The stored session once every conversation of the token's account is taken in."""
     account = store.accounts.authenticate(token)
     settle(store, account)

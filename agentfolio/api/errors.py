@@ -25,6 +25,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
+from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -202,14 +203,34 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(400, code, f"{where}: {first.get('msg')}" if where else str(first.get("msg")))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_: Request, error: StarletteHTTPException) -> Response:
+    async def _http_error(request: Request, error: StarletteHTTPException) -> Response:
         code = HTTP_CODES.get(error.status_code, "bad_request" if error.status_code < 500 else "internal_error")
         message = error.detail if isinstance(error.detail, str) else str(error.detail)
-        return error_response(error.status_code, code, message, headers=getattr(error, "headers", None))
+        headers = dict(getattr(error, "headers", None) or {})
+        if error.status_code == 405:
+            allowed = allowed_methods(request)
+            headers["Allow"] = ", ".join(allowed)
+            message = f"{request.method} is not allowed here; allowed: {', '.join(allowed)}"
+        return error_response(error.status_code, code, message, headers=headers or None)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, error: Exception) -> Response:
         return unexpected_error_response(request.method, request.url.path, error)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route answers at the request's path.
+
+    The router's own 405 names only the first route that matched the path, while a path
+    such as ``/api/v1/agent`` has one route for GET and another for POST."""
+    path, root = request.scope["path"], request.scope.get("root_path", "")
+    path = path[len(root):] if root and path.startswith(root) else path  # as the router matches it
+    methods: set[str] = set()
+    for route in iter_route_contexts(request.app.routes):
+        pattern = getattr(route, "path_regex", None)
+        if route.methods and pattern is not None and pattern.match(path):
+            methods |= route.methods
+    return sorted(methods)
 
 
 # -- OpenAPI: every operation documents the envelope; FastAPI's 422 becomes our 400 ------

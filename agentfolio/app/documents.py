@@ -303,9 +303,9 @@ def identify_all(data: bytes, *, name: str) -> list[Identified]:
         return [Identified(name, "invalid", len(data), message=error.message,
                            problems=list(error.problems) or [Problem("", error.message)])]
     if not spans.found:
-        message = f"an OTLP/JSON span export of {spans.spans} spans, none carrying model messages"
-        return [Identified(name, "invalid", len(data), message=message, problems=[Problem("", message)],
-                           detected=SPAN_FILE)]
+        message = spans.nothing_found
+        return [Identified(name, "invalid", len(data), message=message,
+                           problems=[Problem("", message), *spans.problems], detected=SPAN_FILE)]
     found = []
     for conversation in spans.found:
         label = f"{name} · {conversation.built.agent or 'conversation'} · {conversation.session_id}"

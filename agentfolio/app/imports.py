@@ -135,8 +135,7 @@ def _import_span_file(folio: Agentfolio, account: Account, path: Path, data: byt
 
     spans = read_span_file(data, source=str(path))
     if not spans.found:
-        raise FormatError(f"an OTLP/JSON span export of {spans.spans} spans, none carrying model messages: "
-                          "nothing to store", source=str(path))
+        raise FormatError(f"{spans.nothing_found}: nothing to store", source=str(path))
     stored, kept = [], []
     losses: list[Loss] = []
     for conversation in spans.found:

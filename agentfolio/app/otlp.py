@@ -110,12 +110,14 @@ class OtlpIngest:
         written = self._store_spans(account, mapped) if mapped else WrittenSpans()
         if written.queued:
             self.worker.wake()
-        if written.schema_versions:
-            # Span types seen for the first time extend the agent's schema version:
-            # its alerts (a critical risk combination) are raised as for any other.
+        if written.schema_versions or written.invalid:
+            # Span types seen for the first time extend the agent's schema version, and
+            # spans may break the schemas a user declared: their alerts (a critical risk
+            # combination, a schema-breaking span) are raised as for any other.
             from agentfolio.app.registry import Principal, RegistryService
 
-            RegistryService(self.store).schema_versions_created(Principal(account), written.schema_versions)
+            RegistryService(self.store).stored_elsewhere(Principal(account), written.schema_versions,
+                                                         written.invalid)
         message = "; ".join(decoded.rejected[:5])
         if len(decoded.rejected) > 5:
             message += f"; and {len(decoded.rejected) - 5} more"

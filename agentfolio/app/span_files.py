@@ -39,6 +39,14 @@ class SpanFile:
     found: list[FoundConversation] = field(default_factory=list)
 
     @property
+    def nothing_found(self) -> str:
+        """Why no conversation came out of the file (said when none did)."""
+        message = f"an OTLP/JSON span export of {self.spans} spans, none carrying model messages"
+        if self.problems:
+            message += f"; {len(self.problems)} refused, the first: {self.problems[0].message}"
+        return message
+
+    @property
     def notes(self) -> list[Problem]:
         """What each conversation says it could not place, under its session id."""
         return [Problem("", f"{conversation.session_id}: {note}")

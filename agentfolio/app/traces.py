@@ -25,13 +25,13 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentfolio import _json
 from agentfolio.app.registry.errors import InvalidValue, RegistryRefusal, not_found
 from agentfolio.app.registry.outputs import Timestamp, from_micros
 from agentfolio.app.registry.runs import instance_output, span_output
 from agentfolio.app.registry.work import Principal, Work
 from agentfolio.app.span_messages import SpanConversation, is_otel_span, span_conversation
 from agentfolio.registry import ids
+from agentfolio.registry.sensitive import load_masked
 from agentfolio.registry.spans import CompiledSchemaVersion
 from agentfolio.registry.templates import summaries_budget
 from agentfolio.store import Store
@@ -390,8 +390,8 @@ class TraceService:
             stored = unit.traces.payloads(instance.id, span_ids)
         out: dict[str, SpanConversation] = {}
         for span_id, row in stored.items():
-            payload = _json.loads(row.payload)
-            result = None if row.result_payload is None else _json.loads(row.result_payload)
+            payload = load_masked(row.payload)
+            result = None if row.result_payload is None else load_masked(row.result_payload)
             try:
                 found = span_conversation(payload, result)
             except Exception:  # bad messages never stop the trace from showing: the span keeps them
@@ -541,8 +541,8 @@ def _rows(unit: RegistryUnit, instance_id: str, compiled: CompiledSchemaVersion 
             summary = None
             stored = payloads.get(row.id)
             if stored is not None and compiled is not None:
-                payload = _json.loads(stored.payload)
-                result = None if stored.result_payload is None else _json.loads(stored.result_payload)
+                payload = load_masked(stored.payload)
+                result = None if stored.result_payload is None else load_masked(stored.result_payload)
                 summary = compiled.summary(row.schema_name, payload, result)
             flags = ["parent_span_id names no span of this instance"] \
                 if row.parent_span_id is not None and row.parent_found is not True else []

@@ -45,7 +45,7 @@ INSTANCE_STATUSES: tuple[str, ...] = ("pending", "active", "complete", "failed",
 MAX_PROBLEMS_PER_PART = 20
 MAX_PROBLEM_CHARS = 300
 
-Part = Literal["payload", "result_payload", "schema_name"]
+Part = Literal["payload", "result_payload", "schema_name", "parent_span_id"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +78,26 @@ class SpanValidation:
 
 
 VALID = SpanValidation("valid")
+
+PARENT_MISSING = "parent_span_id names no span of this instance"
+SENSITIVE_CHECKED = "payload is sensitive-encoded: the schema saw the {$sensitive} wrappers, values masked"
+
+
+def within_run(validation: SpanValidation, *, parent_found: bool | None, sensitive: bool) -> SpanValidation:
+    """``validation`` with what only the span's run tells: a parent it names that is not
+    among the run's spans (invalid), and a note when the schema saw sensitive values masked."""
+    if parent_found is not False and not sensitive:
+        return validation
+    problems = list(validation.problems)
+    notes = [validation.note] if validation.note else []
+    status = validation.status
+    if parent_found is False:
+        problems.append(SpanProblem("parent_span_id", "", PARENT_MISSING))
+        notes.append(PARENT_MISSING)
+        status = "invalid"
+    if sensitive:
+        notes.append(SENSITIVE_CHECKED)
+    return SpanValidation(status, tuple(problems), "; ".join(notes) or None)
 
 
 @dataclass

@@ -34,11 +34,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError
 
+from agentfolio.registry.sensitive import load_masked
 from agentfolio.store.accounts import Account
 from agentfolio.store.engine import read_transaction, write_transaction
 from agentfolio.store.errors import StoreUnavailable
@@ -120,7 +120,7 @@ class QueueRows(Rows):
             .where(self.scope.owns(t_waiting), t_waiting.c.session_id.in_(list(session_ids)))
             .order_by(t_waiting.c.session_id, t_spans.c.started_at, t_waiting.c.span_id).limit(limit))
         for row in rows:
-            payload = None if row.payload is None else orjson.loads(row.payload)
+            payload = None if row.payload is None else load_masked(row.payload)
             found[row.session_id].append(WaitingSpan(row.span_id, payload, row.external_identifier, bool(row.llm)))
         return found
 

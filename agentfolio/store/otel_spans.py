@@ -36,7 +36,14 @@ from agentfolio.otel.mapping import MappedSpan, registry_span_id
 from agentfolio.otel.span_types import otel_span_type
 from agentfolio.registry import ids
 from agentfolio.registry.schema_versions import SchemaVersionDraft
-from agentfolio.registry.spans import CompiledSchemaVersion, SpanProblem, SpanValidation
+from agentfolio.registry.sensitive import encode_at_rest, load_masked, masked, mentions_sensitive
+from agentfolio.registry.spans import (
+    PARENT_MISSING,
+    SENSITIVE_CHECKED,
+    CompiledSchemaVersion,
+    SpanValidation,
+    within_run,
+)
 from agentfolio.store.accounts import Account
 from agentfolio.store.engine import write_transaction
 from agentfolio.store.errors import StoreUnavailable as StoreUnavailable
@@ -67,7 +74,6 @@ from agentfolio.store.registry_tables import (
 )
 from agentfolio.store.scope import AccountScope
 
-PARENT_MISSING = "parent_span_id names no span of this instance"
 _CHUNK = 500
 _OTEL_VERSION = {"name": "opentelemetry", "external_identifier": None, "description": None,
                  "runtime_environment": None}
@@ -86,6 +92,9 @@ class WrittenSpans:
     #: (agent id, schema version id) of every schema version this write created (span
     #: types seen for the first time): governance raises the alerts they call for.
     schema_versions: list[tuple[str, str]] = field(default_factory=list)
+    #: Spans found invalid for more than a parent not seen yet (the row's ids and type, and
+    #: why): governance raises the alert each calls for, as for a Prefactor API span.
+    invalid: list[tuple[dict[str, Any], SpanValidation]] = field(default_factory=list)
 
 
 def now_us() -> int:
@@ -147,7 +156,7 @@ class ConversationReads:
         """The stored OTel payloads of one session's spans in start order, and the agent
         (external identifier) its first span is filed under."""
         rows = self.rows.session_spans(session_id, limit)
-        payloads = [orjson.loads(row[0]) for row in rows]
+        payloads = [load_masked(row[0]) for row in rows]
         # Rows hold microseconds; spans starting within one microsecond keep their nanosecond order.
         payloads.sort(key=lambda p: (p.get("start_time_unix_nano") or 0, p.get("end_time_unix_nano") or 0))
         return payloads, (rows[0][1] if rows else None)
@@ -390,19 +399,27 @@ class _Write:
             parent_found = None if parent_id is None else parents.get(parent_id) == instance_id
             version = versions[agent_id]
             payload = mapped.span.to_json()
-            validation = version.validate(mapped.schema_name, payload, None, status=mapped.status)
-            if parent_found is False:
-                validation = SpanValidation("invalid", (*validation.problems, SpanProblem(
-                    "parent_span_id", "", PARENT_MISSING)), PARENT_MISSING)  # type: ignore[arg-type]
+            raw = orjson.dumps(payload)
+            # Values an exporter marked sensitive are kept encoded and seen masked, as in
+            # spans created through the Prefactor API.
+            sensitive = mentions_sensitive(raw)
+            if sensitive:
+                payload = masked(payload)
+                raw = orjson.dumps(encode_at_rest(mapped.span.to_json()))
+            validation = within_run(version.validate(mapped.schema_name, payload, None, status=mapped.status),
+                                    parent_found=parent_found, sensitive=sensitive)
             rows.append({
                 "id": row_id, "agent_id": agent_id, "instance_id": instance_id,
                 "schema_version_id": version.id, "parent_span_id": parent_id, "parent_found": parent_found,
                 "schema_name": mapped.schema_name, "status": mapped.status,
-                "payload": orjson.dumps(payload), "result_payload": None, "sensitive_encoding": False,
+                "payload": raw, "result_payload": None, "sensitive_encoding": sensitive,
                 "validation_status": validation.status,
                 "validation": None if validation.status == "valid" else orjson.dumps(validation.to_json()),
                 "session_id": mapped.session_id, "started_at": mapped.started_us, "finished_at": mapped.finished_us,
                 "inserted_at": self.stamp, "updated_at": self.stamp})
+            if any(problem.part != "parent_span_id" for problem in validation.problems):  # a parent comes later
+                result.invalid.append(({"id": row_id, "agent_id": agent_id, "instance_id": instance_id,
+                                        "schema_name": mapped.schema_name}, validation))
             result.instances.add((agent_id, instance_id))
             queued[mapped.session_id].append((row_id, mapped.is_llm))
             if mapped.is_llm:
@@ -629,7 +646,8 @@ class _Write:
             recorded = orjson.loads(child.validation) if child.validation else {}
             problems = [p for p in recorded.get("problems", []) if p.get("part") != "parent_span_id"]
             notes = [n for n in (recorded.get("note") or "").split("; ") if n and n != PARENT_MISSING]
-            status = "invalid" if problems else ("unchecked" if notes else "valid")
+            status = "invalid" if problems else (
+                "unchecked" if any(note != SENSITIVE_CHECKED for note in notes) else "valid")
             self.rows.update_span(child.id, parent_found=True, validation_status=status,
                                   validation=None if status == "valid" else orjson.dumps(
                                       {"status": status, "problems": problems, "note": "; ".join(notes) or None}),

@@ -30,7 +30,7 @@ from agentfolio.formats import convert, durable_state
 from agentfolio.formats.envelope import FORMAT as ENVELOPE
 from agentfolio.settings import Settings
 from agentfolio.store import Store
-from tests.otlp_support import Relay, get, messages_of, provider, serving, spans_of, wait_for_session
+from tests.otlp_support import Relay, get, messages_of, provider, serving, settled_session, spans_of
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ trace.set_tracer_provider(_GLOBAL)
 
 def _session(store: Store, url: str, token: str, session_id: str, count: int) -> dict[str, Any]:
     """The session once its conversation is taken in, holding ``count`` messages."""
-    document = wait_for_session(url, token, session_id, store)
+    document = settled_session(url, token, session_id, store)
     assert len(messages_of(document)) == count, messages_of(document)
     return document
 

@@ -11,10 +11,16 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
+from agentfolio import _json
+from agentfolio.app.registry import Principal
+from agentfolio.app.traces import TraceService
+from agentfolio.registry.sensitive import decode_at_rest
 from agentfolio.settings import Settings
 from agentfolio.store import Store
-from tests.otlp_support import get, provider, serving, spans_of
+from agentfolio.store.registry_tables import registry_spans
+from tests.otlp_support import get, provider, serving, spans_of, wait_for_session
 
 CHAT, TOOL, AGENT = "chat gpt-4o", "execute_tool send_email", "invoke_agent Mailer"
 
@@ -93,6 +99,18 @@ def test_otel_span_types_are_governed_like_prefactor_ones(served: tuple[str, str
     scored = spans_of(url, token, agent_instance_id=second["id"], include_risk_level="true")
     tool_span = next(span for span in scored if span["schema_name"] == TOOL)
     assert tool_span["risk_score"] > 0
+    # Exactly as for a Prefactor run under the same version: the same scores and levels.
+    run = _post(url, token, "/api/v1/agent_instance/register", {
+        "agent_id": agent["id"], "agent_version": {"name": "Mailer"}, "idempotency_key": "prefactor-run-1"})
+    assert run["agent_schema_version_id"] == declared["id"]
+    for name in (AGENT, CHAT, TOOL):
+        _post(url, token, "/api/v1/agent_spans", {"details": {
+            "agent_instance_id": run["id"], "schema_name": name, "status": "active", "payload": {}}})
+    prefactor = get(url, token, f"/api/v1/agent_instance/{run['id']}", include_risk_level="true")["details"]
+    assert (prefactor["risk_score"], prefactor["risk_level"]) == (level["risk_score"], level["risk_level"])
+    prefactor_spans = spans_of(url, token, agent_instance_id=run["id"], include_risk_level="true")
+    assert sorted((span["schema_name"], span["risk_score"], span["risk_level"]) for span in prefactor_spans) \
+        == sorted((span["schema_name"], span["risk_score"], span["risk_level"]) for span in scored)
 
     # A span type seen only later extends the declared version: the declared risks stay.
     made = provider(url, token, service="mail-service")
@@ -111,3 +129,89 @@ def test_otel_span_types_are_governed_like_prefactor_ones(served: tuple[str, str
     # too, as it was for the version the user created.
     alerts = get(url, token, "/api/v1/alerts", kind="critical_risk_combination")["summaries"]
     assert {alert["agent_schema_version_id"] for alert in alerts} == {declared["id"], extended["id"]}
+
+
+def test_sensitive_values_in_otel_spans_are_kept_encoded_and_answered_masked(served: tuple[str, str],
+                                                                              store: Store) -> None:
+    """A ``$sensitive`` wrapper an exporter sends in a span's attributes (the SDK sends a
+    dict as a key-value list) is kept encoded at rest and answered masked, as in a span
+    created through the Prefactor API: in the span, its trace and its conversation."""
+    url, token = served
+    secret = {"$sensitive": "string", "value": "jane@example.com", "labels": ["email", "pii"]}
+    shown = {"$sensitive": "string", "labels": ["email", "pii"], "masked": True}
+    made = provider(url, token, service="mail-service")
+    tracer = made.get_tracer("tests.governance")
+    asked = [{"role": "user", "parts": [{"type": "text", "content": "Mail my results to Jane"}]}]
+    answered = [{"role": "assistant", "finish_reason": "tool_call", "parts": [
+        {"type": "tool_call", "id": "call-1", "name": "send_email", "arguments": {"to": secret}}]}]
+    with tracer.start_as_current_span(AGENT, attributes={"gen_ai.operation.name": "invoke_agent",
+                                                         "gen_ai.agent.name": "Mailer"}) as root:
+        with tracer.start_as_current_span(CHAT, attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                "gen_ai.input.messages": json.dumps(asked), "gen_ai.output.messages": answered}):  # type: ignore[dict-item]
+            pass
+        with tracer.start_as_current_span(TOOL, attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "send_email",
+                "gen_ai.tool.call.arguments": {"to": secret}}):  # type: ignore[dict-item]
+            pass
+        trace_id = format(root.get_span_context().trace_id, "032x")
+    made.force_flush()
+    made.shutdown()
+
+    instance = _instance(url, token, trace_id)
+    spans = {span["schema_name"]: span for span in spans_of(url, token, agent_instance_id=instance["id"])}
+    tool, chat, agent = spans[TOOL], spans[CHAT], spans[AGENT]
+    assert tool["sensitive_encoding"] and chat["sensitive_encoding"] and not agent["sensitive_encoding"]
+    assert tool["payload"]["attributes"]["gen_ai.tool.call.arguments"] == {"to": shown}
+    assert chat["payload"]["attributes"]["gen_ai.output.messages"][0]["parts"][0]["arguments"] == {"to": shown}
+    # At rest: encoded, never the plain value, and nothing lost.
+    with store.engine.connect() as connection:
+        stored = dict(connection.execute(sa.select(registry_spans.c.id, registry_spans.c.payload)
+                                         .where(registry_spans.c.instance_id == instance["id"])).all())
+    assert not any(b"jane@example.com" in bytes(raw) for raw in stored.values())
+    at_rest = decode_at_rest(_json.loads(bytes(stored[tool["id"]])))
+    assert at_rest["attributes"]["gen_ai.tool.call.arguments"] == {"to": secret}
+    # Every answer shows it masked: the span, the trace and the conversation built from it.
+    session = wait_for_session(url, token, f"otel:trace:{trace_id}", 2)
+    answers = [session, get(url, token, f"/api/v1/agent_spans/{tool['id']}"),
+               get(url, token, f"/api/v1/agent_spans/{chat['id']}"),
+               spans_of(url, token, agent_instance_id=instance["id"], include_summaries="true")]
+    traces, principal = TraceService(store), Principal(store.accounts.ensure("governance"))
+    drawn = traces.conversations(principal, instance["id"], [chat["id"], tool["id"]])
+    answers += [drawn[chat["id"]].session.model_dump(mode="json"),
+                traces.span(principal, instance["id"], tool["id"]).model_dump(mode="json")]
+    for answer in answers:  # neither plain nor encoded (encoding is reversible: not for answers)
+        assert "jane@example.com" not in json.dumps(answer) and '"encoded"' not in json.dumps(answer)
+    assert '"masked": true' in json.dumps(session)
+
+
+def test_otel_spans_that_break_a_declared_schema_raise_the_alert_a_prefactor_span_does(
+        served: tuple[str, str]) -> None:
+    url, token = served
+    _run(url, token)
+    agent = get(url, token, "/api/v1/agent/show", external_identifier="Mailer")["details"]
+    # The user declares which models the agent may call (a schema over the span as stored).
+    allowed_models = {"type": "object", "properties": {"attributes": {"type": "object", "properties": {
+        "gen_ai.request.model": {"enum": ["gpt-4o-mini"]}}}}}
+    declared = _post(url, token, "/api/v1/agent_schema_version", {"details": {
+        "agent_id": agent["id"], "external_identifier": "allowed-models", "span_type_schemas": [
+            {"name": AGENT, "params_schema": {}}, {"name": TOOL, "params_schema": {}},
+            {"name": CHAT, "params_schema": allowed_models}]}})
+    assert get(url, token, "/api/v1/alerts", kind="schema_breaking_span")["summaries"] == []
+
+    otel = _instance(url, token, _run(url, token))
+    assert otel["agent_schema_version_id"] == declared["id"]
+    chat = next(span for span in spans_of(url, token, agent_instance_id=otel["id"]) if span["schema_name"] == CHAT)
+    assert chat["validation"]["status"] == "invalid"
+    assert [problem["pointer"] for problem in chat["validation"]["problems"]] == ["/attributes/gen_ai.request.model"]
+
+    run = _post(url, token, "/api/v1/agent_instance/register", {
+        "agent_id": agent["id"], "agent_version": {"name": "Mailer"}, "idempotency_key": "prefactor-run-2"})
+    prefactor = _post(url, token, "/api/v1/agent_spans", {"details": {
+        "agent_instance_id": run["id"], "schema_name": CHAT, "status": "active",
+        "payload": {"attributes": {"gen_ai.request.model": "gpt-4o"}}}})
+    alerts = {alert["agent_span_id"]: alert
+              for alert in get(url, token, "/api/v1/alerts", kind="schema_breaking_span")["summaries"]}
+    assert set(alerts) == {chat["id"], prefactor["id"]}
+    assert alerts[chat["id"]]["agent_instance_id"] == otel["id"]
+    assert alerts[chat["id"]]["message"] == alerts[prefactor["id"]]["message"]

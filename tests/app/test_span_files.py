@@ -124,6 +124,20 @@ def test_nothing_readable_is_a_clear_error(tmp_path: Path) -> None:
     assert not report.valid and report.problems
 
 
+def test_importing_a_file_of_refused_spans_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentfolio.cli import app
+
+    monkeypatch.delenv("AGENTFOLIO_DATABASE_URL", raising=False)
+    monkeypatch.setenv("AGENTFOLIO_DATA_DIR", str(tmp_path / "data"))
+    path = tmp_path / "refused.json"
+    path.write_bytes(b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz", "spanId": "01"}]}]}]}')
+    imported = CliRunner().invoke(app, ["import", str(path)])
+    assert imported.exit_code == 1
+    assert "0 spans" in imported.output and "1 refused" in imported.output and "trace_id" in imported.output
+    found = identify_all(path.read_bytes(), name="refused.json")
+    assert found[0].kind == "invalid" and any("trace_id" in problem.message for problem in found[0].problems)
+
+
 def test_the_viewer_opens_one_session_per_conversation(jsonl: Path) -> None:
     found = identify_all(jsonl.read_bytes(), name="traces.json")
     assert [(item.kind, item.detected) for item in found] == [("session", "otlp-json")] * 2

@@ -44,13 +44,13 @@ from agentfolio.registry.risk import RiskProfile, score_instance
 from agentfolio.registry.sensitive import encode_at_rest, masked, mentions_sensitive
 from agentfolio.registry.spans import (
     CompiledSchemaVersion,
-    SpanProblem,
     SpanValidation,
     check_create,
     check_finish,
     check_instance_finish,
     span_counts,
     validate_without_version,
+    within_run,
 )
 from agentfolio.registry.templates import render_summary, summaries_budget
 
@@ -314,19 +314,7 @@ def _validate(compiled: CompiledSchemaVersion | None, schema_name: str, payload:
               parent_found: bool | None, sensitive: bool) -> SpanValidation:
     validation = (compiled.validate(schema_name, payload, result, status=status) if compiled is not None
                   else validate_without_version())
-    if parent_found is False or sensitive:
-        problems = list(validation.problems)
-        notes = [validation.note] if validation.note else []
-        state = validation.status
-        if parent_found is False:
-            message = "parent_span_id names no span of this instance"
-            problems.append(SpanProblem("parent_span_id", "", message))  # type: ignore[arg-type]
-            notes.append(message)
-            state = "invalid"
-        if sensitive:
-            notes.append("payload is sensitive-encoded: the schema saw the {$sensitive} wrappers, values masked")
-        validation = SpanValidation(state, tuple(problems), "; ".join(notes) or None)
-    return validation
+    return within_run(validation, parent_found=parent_found, sensitive=sensitive)
 
 
 def span_output(work: Work, row: Mapping[Any, Any], *, summaries: bool = False, risk: RiskProfile | None = None,
