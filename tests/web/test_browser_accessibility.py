@@ -49,6 +49,14 @@ def _export(page: Any) -> None:
     page.wait_for_selector("html[data-viewer-ready]", state="attached")
 
 
+def _compared_traces(page: Any) -> None:
+    after = samples.span_export()
+    after["spans"][1]["result_payload"] = {"forecast": "sun"}
+    first = open_file(page, "trace-a.json", samples.span_export(), via="/traces").rsplit("/", 1)[1]
+    second = open_file(page, "trace-b.json", after, via="/traces").rsplit("/", 1)[1]
+    visit(page, f"/compare?a=file:{first}&b=file:{second}")
+
+
 def _path(path: str) -> Callable[[Any], None]:
     return lambda page: visit(page, path)
 
@@ -68,6 +76,7 @@ PAGES: dict[str, Callable[[Any], None]] = {
     "alerts": _path("/alerts"),
     "compare-pickers": _path("/compare"),
     "compare-sessions": _path("/compare?a=weather-12&b=weather-40"),
+    "compare-traces": _compared_traces,
     "login": _path("/login"),
     "opened-envelope-gallery": _opened("gallery.json", lambda: (FIXTURES / "envelope" / "gallery.json").read_bytes()),
     "opened-durable-2.0": _opened("state.json", lambda: (
