@@ -261,27 +261,27 @@ class ConversationQueue:
 
 
 def _close(connection: Connection, token: str, finishing: Finishing, lease_us: int, stamp: int) -> None:
+    """Remove the work done and release the rest, a few statements for the whole round."""
     held = {(claim.account.pk, claim.session_id) for claim in finishing.held}
-    for (account_pk, session_id), span_ids in sorted(finishing._done.items()):
-        if (account_pk, session_id) not in held:
-            continue
-        for start in range(0, len(span_ids), 500):
-            connection.execute(sa.delete(t_waiting).where(
-                t_waiting.c.account_pk == account_pk, t_waiting.c.session_id == session_id,
-                t_waiting.c.span_id.in_(span_ids[start:start + 500])))
-        # Gone once nothing waits; a request adding spans meanwhile holds this row's lock
+    finished = sorted(set(finishing._done) & held)
+    taken = [(account_pk, session_id, span_id) for account_pk, session_id in finished
+             for span_id in finishing._done[(account_pk, session_id)]]
+    for chunk in _chunks(taken):
+        connection.execute(sa.delete(t_waiting).where(
+            sa.tuple_(t_waiting.c.account_pk, t_waiting.c.session_id, t_waiting.c.span_id).in_(chunk)))
+    ours = t_work.c.claim == token
+    for chunk in _chunks(finished):
+        keys = sa.tuple_(t_work.c.account_pk, t_work.c.session_id).in_(chunk)
+        # Gone once nothing waits; a request adding spans meanwhile holds its row's lock
         # until it commits, so its spans are seen here or its upsert makes the row again.
-        connection.execute(sa.delete(t_work).where(
-            t_work.c.account_pk == account_pk, t_work.c.session_id == session_id, t_work.c.claim == token,
-            ~sa.exists().where(t_waiting.c.account_pk == account_pk, t_waiting.c.session_id == session_id)))
-    finished = set(finishing._done) & held
+        connection.execute(sa.delete(t_work).where(ours, keys, ~sa.exists().where(
+            t_waiting.c.account_pk == t_work.c.account_pk, t_waiting.c.session_id == t_work.c.session_id)))
+        # Spans still waiting (more than one claim reads, or added meanwhile): free at once.
+        connection.execute(sa.update(t_work).where(ours, keys).values(claim=None, lease_until=0, attempts=0))
+    done = set(finished)
     for claim in finishing.held:
         key = (claim.account.pk, claim.session_id)
-        if key in finished:
-            # Spans still waiting (more than one claim reads, or added meanwhile): free at once.
-            connection.execute(sa.update(t_work).where(
-                t_work.c.account_pk == key[0], t_work.c.session_id == key[1], t_work.c.claim == token)
-                .values(claim=None, lease_until=0, attempts=0))
+        if key in done:
             continue
         # Not finished: tried again after a pause that grows with each attempt.
         pause = 0 if key not in finishing._retry else min(lease_us, 250_000 * 2 ** min(claim.attempts, 8))
@@ -289,3 +289,7 @@ def _close(connection: Connection, token: str, finishing: Finishing, lease_us: i
             t_work.c.account_pk == key[0], t_work.c.session_id == key[1], t_work.c.claim == token)
             .values(claim=None, lease_until=stamp + pause))
 
+
+def _chunks(items: Sequence[Any], size: int = 300) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
