@@ -646,6 +646,7 @@ class Sessions:
             old = self.scope.select(sessions, sessions.c.pk).where(sessions.c.id.in_(ids[start:start + _INSERT_BATCH]))
             pks = list(connection.execute(old).scalars())
             if pks:
+                unindex_sessions(connection, pks)
                 connection.execute(sa.delete(entries).where(entries.c.session_pk.in_(pks)))
                 connection.execute(sa.delete(sessions).where(sessions.c.pk.in_(pks)))
         for item in written:

@@ -140,3 +140,27 @@ def test_two_workers_never_claim_the_same_session(store: Store) -> None:
         assert len(claimed[0]) + len(claimed[1]) == 24
     finally:
         stores[1].close()
+
+
+def test_a_conversation_built_again_leaves_no_stale_search_rows(store: Store) -> None:
+    """A span arriving late rebuilds the session: the entries it replaces leave the text
+    index with it (SQLite's index is kept by hand; PostgreSQL's is an index on entries)."""
+    from agentfolio.store.search import FTS_TABLE, has_fts
+    from agentfolio.store.tables import entries
+
+    account = store.accounts.ensure("app")
+    ingest = OtlpIngest(store)
+    for index in (0, 2, 1):  # turn 1 starts before turn 2, which is stored: built again
+        ingest.export(account, turn(index), encoding="protobuf")
+        ingest.drain()
+    session_id = "otel:trace:" + "01" * 16
+    assert texts_of(store, account, session_id) == ["q0", "a0", "q1", "a1", "q2", "a2"]
+    assert [info.id for info in store.sessions.of(account).list(text="q1", limit=10)] == [session_id]
+    with store.engine.connect() as connection:
+        if connection.dialect.name != "sqlite" or not has_fts(connection):
+            return
+        # Before the rebuild "q2" was the third entry; now it is the fifth, and only there.
+        holding = sorted(row.position for row in connection.execute(sa.select(entries.c.position, entries.c.text))
+                         if "q2" in (row.text or ""))
+        found = connection.exec_driver_sql(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH 'q2'").scalars()
+        assert sorted(rowid & 0xFFFFFFFF for rowid in found) == holding == [4]
