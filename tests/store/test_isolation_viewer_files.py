@@ -31,3 +31,12 @@ def test_each_account_keeps_at_most_its_bound_the_newest_first(store: Store) -> 
     # Bytes count too: one large file pushes out the older ones, but is itself kept.
     large = _add(files, alice, b"x" * 20_000, now=30.0)
     assert [f.token for f in files.recent(alice, now=31.0)] == [large.token]
+
+
+def test_another_accounts_newer_files_take_none_of_ones_bound(store: Store) -> None:
+    files = ViewerFiles(store.engine, store.blobs, max_files=3, max_bytes=10_000)
+    alice, bob = store.accounts.ensure("alice"), store.accounts.ensure("bob")
+    first, second = (_add(files, alice, f'"{n}"'.encode(), now=10.0 + n).token for n in range(2))
+    _add(files, bob, b"bob's, newer", now=20.0)
+    third = _add(files, alice, b'"3"', now=30.0).token
+    assert [f.token for f in files.recent(alice, now=31.0)] == [third, second, first]
