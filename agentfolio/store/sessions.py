@@ -224,6 +224,29 @@ def _appended_values(packed: Sequence[PackedEntry]) -> dict[str, Any]:
     return values
 
 
+def _session_row(session_id: str, agent: str | None, document: dict[str, Any], head: bytes,
+                 history_at: int | None, packed: Sequence[PackedEntry], total: SessionFacts,
+                 per_entry: Sequence[EntryFacts], *, source_hash: str | None = None) -> dict[str, Any]:
+    """The values of a new session's row at version 1 (without its account)."""
+    times = [entry.created_at for entry in packed if entry.created_at is not None]
+    schema_version = document.get("schemaVersion")
+    now = time.time()
+    return {"id": session_id, "agent": agent,
+            "schema_version": schema_version if isinstance(schema_version, str) else None,
+            "head": head, "history_at": history_at, "version": 1, "entry_count": len(packed), "created_at": now,
+            "updated_at": now, "first_activity_at": min(times, default=None),
+            "last_activity_at": max(times, default=None), "source_hash": source_hash,
+            "last_request_at": _latest_request(per_entry), **_session_counts(total)}
+
+
+def _entry_rows(session_pk: int, first: int, packed: Sequence[PackedEntry],
+                counted: Sequence[tuple[EntryFacts, float | None]]) -> list[dict[str, Any]]:
+    return [{"session_pk": session_pk, "position": first + index, "kind": entry.kind,
+             "created_at": entry.created_at, "body": entry.body, "blobs": entry.blob_refs, "text": entry.text,
+             **_entry_counts(*counts)}
+            for index, (entry, counts) in enumerate(zip(packed, counted, strict=True))]
+
+
 class SessionStore:
     """Every account's sessions: :meth:`of` opens one account's repository; :meth:`expire`
     removes idle sessions of every account (by time alone, it names no account's rows)."""
@@ -300,10 +323,11 @@ class Sessions:
                         counted: Sequence[tuple[EntryFacts, float | None]]) -> None:
         """The entries and the blobs they point at: the blobs' bytes are stored first."""
         references = keep_blobs(connection, self.blobs, session_pk, first, packed)
-        rows = [{"session_pk": session_pk, "position": first + index, "kind": entry.kind,
-                 "created_at": entry.created_at, "body": entry.body, "blobs": entry.blob_refs, "text": entry.text,
-                 **_entry_counts(*counts)}
-                for index, (entry, counts) in enumerate(zip(packed, counted, strict=True))]
+        self._write_entry_rows(connection, _entry_rows(session_pk, first, packed, counted), references)
+
+    @staticmethod
+    def _write_entry_rows(connection: Connection, rows: list[dict[str, Any]],
+                          references: list[dict[str, Any]]) -> None:
         for start in range(0, len(rows), _INSERT_BATCH):
             connection.execute(sa.insert(entries), rows[start:start + _INSERT_BATCH])
         index_entries(connection, rows)
@@ -649,6 +673,7 @@ class Sessions:
                 unindex_sessions(connection, pks)
                 connection.execute(sa.delete(entries).where(entries.c.session_pk.in_(pks)))
                 connection.execute(sa.delete(sessions).where(sessions.c.pk.in_(pks)))
+        prepared = []
         for item in written:
             head, history_at, history = split_document(item.document)
             packed = [self._pack(entry) for entry in history]
@@ -656,9 +681,19 @@ class Sessions:
             if len(per_entry) != len(packed):
                 raise InvalidInput(f"session {item.session_id!r}: {len(packed)} entries written from "
                                    f"{len(per_entry)}")
-            session_pk = self._insert_session(connection, item.session_id, item.agent, item.document, head,
-                                              history_at, packed, total, per_entry)
-            self._insert_entries(connection, session_pk, 0, packed, list(zip(per_entry, latencies, strict=True)))
+            row = _session_row(item.session_id, item.agent, item.document, head, history_at, packed, total, per_entry)
+            prepared.append((row, packed, list(zip(per_entry, latencies, strict=True))))
+        # Every session of the round in one statement, then every entry: a round of many
+        # small conversations costs a few statements, not a few per conversation.
+        created = connection.execute(sa.insert(sessions).returning(sessions.c.pk, sort_by_parameter_order=True),
+                                     self.scope.rows(row for row, _, _ in prepared)).scalars().all()
+        rows: list[dict[str, Any]] = []
+        references: list[dict[str, Any]] = []
+        for (_, packed, counted), session_pk in zip(prepared, created, strict=True):
+            found = keep_blobs(connection, self.blobs, session_pk, 0, packed)
+            rows += _entry_rows(session_pk, 0, packed, counted)
+            references += found
+        self._write_entry_rows(connection, rows, references)
         return dict.fromkeys(ids, 1)
 
     def append_written(self, connection: Connection, session_id: str, new_entries: Sequence[dict[str, Any]],
@@ -683,15 +718,9 @@ class Sessions:
                         head: bytes, history_at: int | None, packed: Sequence[PackedEntry], total: SessionFacts,
                         per_entry: Sequence[EntryFacts], *, source_hash: str | None = None) -> int:
         """The row of a new session at version 1; its pk."""
-        times = [entry.created_at for entry in packed if entry.created_at is not None]
-        schema_version = document.get("schemaVersion")
-        now = time.time()
-        return int(connection.execute(self.scope.insert(sessions).values(
-            id=session_id, agent=agent, schema_version=schema_version if isinstance(schema_version, str) else None,
-            head=head, history_at=history_at, version=1, entry_count=len(packed), created_at=now, updated_at=now,
-            first_activity_at=min(times, default=None), last_activity_at=max(times, default=None),
-            source_hash=source_hash, last_request_at=_latest_request(per_entry), **_session_counts(total),
-        ).returning(sessions.c.pk)).scalar_one())
+        row = _session_row(session_id, agent, document, head, history_at, packed, total, per_entry,
+                           source_hash=source_hash)
+        return int(connection.execute(self.scope.insert(sessions).values(**row).returning(sessions.c.pk)).scalar_one())
 
     def _purge_expired_id(self, session_id: str) -> None:
         """An id taken only by an expired session is freed (then the caller may retry)."""

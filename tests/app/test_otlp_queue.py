@@ -164,3 +164,17 @@ def test_a_conversation_built_again_leaves_no_stale_search_rows(store: Store) ->
                          if "q2" in (row.text or ""))
         found = connection.exec_driver_sql(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH 'q2'").scalars()
         assert sorted(rowid & 0xFFFFFFFF for rowid in found) == holding == [4]
+
+
+def test_many_conversations_in_one_round_each_get_their_own_entries(store: Store) -> None:
+    account = store.accounts.ensure("app")
+    ingest = OtlpIngest(store)
+    for conversation in range(30):
+        ingest.export(account, body({"id": b"\x01" * 8, "trace": bytes([conversation + 1]) * 16, "start": NOW,
+                                     "attributes": chat([f"question{conversation}"], f"answer{conversation}")}),
+                      encoding="protobuf")
+    assert ConversationWorker(store, batch=64).run_once() == 30  # one round takes them all
+    for conversation in range(30):
+        session_id = "otel:trace:" + f"{conversation + 1:02x}" * 16
+        assert texts_of(store, account, session_id) == [f"question{conversation}", f"answer{conversation}"]
+        assert store.sessions.of(account).info(session_id).entry_count == 2
