@@ -25,10 +25,12 @@ Every setting has a default that needs no set-up:
     sessions forever.  Default 1209600 (14 days, the durable agents' own default).
 ``AGENTFOLIO_MAX_BODY_BYTES`` / ``AGENTFOLIO_MAX_JSON_DEPTH``
     Bounds on an HTTP request body: size (default 64 MiB) and JSON nesting (default 128).
-``AGENTFOLIO_OTLP_MAX_BYTES`` / ``AGENTFOLIO_OTLP_QUEUE``
+``AGENTFOLIO_OTLP_MAX_BYTES`` / ``AGENTFOLIO_OTLP_QUEUE`` / ``AGENTFOLIO_OTLP_BACKLOG``
     The OTLP receiver (``/v1/traces``): the largest request body after decompression
-    (default 32 MiB; larger is 413), and how many requests it takes at once before
-    answering 429 with ``Retry-After`` (default 8).
+    (default 32 MiB; larger is 413), how many requests it takes at once before
+    answering 429 with ``Retry-After`` (default 8), and how many stored spans may wait
+    for their conversations (in the database) before it answers 503 with
+    ``Retry-After`` until they are taken in (default 100000).
 ``AGENTFOLIO_IDEMPOTENCY_WINDOW``
     Seconds an idempotency key of the registry API (``Idempotency-Key``, a bulk item's
     ``idempotency_key``) is remembered: within it a replay answers again and the same key
@@ -67,6 +69,7 @@ DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_JSON_DEPTH = 128
 DEFAULT_OTLP_MAX_BYTES = 32 * 1024 * 1024
 DEFAULT_OTLP_QUEUE = 8
+DEFAULT_OTLP_BACKLOG = 100_000
 DEFAULT_COMPAT_TIMEOUT = 10
 MIGRATE_CHOICES = ("auto", "off")
 LOG_FORMATS = ("text", "json")
@@ -101,6 +104,7 @@ class Settings:
     search_text_limit: int = DEFAULT_SEARCH_TEXT_LIMIT
     otlp_max_bytes: int = DEFAULT_OTLP_MAX_BYTES
     otlp_queue_size: int = DEFAULT_OTLP_QUEUE
+    otlp_backlog: int = DEFAULT_OTLP_BACKLOG
     compat_timeout: int = DEFAULT_COMPAT_TIMEOUT
     migrate: str = "auto"
     log_format: str = "text"
@@ -147,6 +151,7 @@ class Settings:
             search_text_limit=number("SEARCH_TEXT_LIMIT", DEFAULT_SEARCH_TEXT_LIMIT),
             otlp_max_bytes=number("OTLP_MAX_BYTES", DEFAULT_OTLP_MAX_BYTES),
             otlp_queue_size=number("OTLP_QUEUE", DEFAULT_OTLP_QUEUE),
+            otlp_backlog=number("OTLP_BACKLOG", DEFAULT_OTLP_BACKLOG),
             compat_timeout=max(1, number("COMPAT_TIMEOUT", DEFAULT_COMPAT_TIMEOUT)),
             migrate=choice("MIGRATE", MIGRATE_CHOICES),
             log_format=choice("LOG_FORMAT", LOG_FORMATS),

@@ -7,7 +7,9 @@ built as SDK ``ReadableSpan`` objects before timing and sent with
 ``OTLPSpanExporter.export`` (the exporter encodes and posts them, as in an application)
 from ``--senders`` threads, ``--batch`` spans per request.  The server answers once the
 spans are stored, so the last answer is the moment all are queryable; the stored count
-is checked afterwards.  The rate is printed per tenth of the run, to show whether it
+is checked afterwards.  The conversations (sessions) built from the spans follow from a
+queue in the database: ``conversations_done_after_s`` is how long after the last answer
+the queue is empty, and ``spans_per_s_with_conversations`` the rate counting that time.  The rate is printed per tenth of the run, to show whether it
 stays flat as the table grows.
 
 The baseline, in the same server and run: the same number of spans of the same size
@@ -16,7 +18,7 @@ messages as payload), from as many senders; the figure to beat is the ratio.
 
 Then a sender faster than the server (``--flood`` threads posting without waiting for
 one another) checks back-pressure: the server's peak resident memory and how many
-requests it answered 429.
+requests it answered 429 (too many at once) or 503 (conversations too far behind).
 
 Arize Phoenix side by side, in the same run: ``phoenix serve`` (its own SQLite file in a
 fresh working folder) receives ``--phoenix-spans`` of the same spans from the same
@@ -249,6 +251,9 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
             for thread in threads:
                 thread.join()
             elapsed = time.perf_counter() - began
+            # The conversations follow the answers, from the queue in the database: how long
+            # after the last answer the last of them is stored.
+            lag = conversations_lag(settings, began + elapsed)
             total = sum(count for _, count in done_at)
             rates = []
             tenth = max(1, -(-len(done_at) // 10))  # ten windows (fewer when there are fewer requests)
@@ -289,11 +294,29 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
                     "otlp_vs_bulk": round(total / elapsed / baseline, 2), "per_tenth": rates,
                     "stored": stored - len(warm),
                     "failures": len(failures), "rss_mib": round(steady_rss / 1024),
-                    "flood_requests": len(bodies), "flood_429": answers.count(429),
+                    "conversations_done_after_s": round(lag, 2),
+                    "spans_per_s_with_conversations": round(total / (elapsed + lag)),
+                    "flood_requests": len(bodies), "flood_429": answers.count(429), "flood_503": answers.count(503),
                     "flood_ok": answers.count(200), "flood_rss_mib": round(peak[0] / 1024),
                     **({"bytes_per_span": round(on_disk / max(1, stored))} if on_disk else {})}
         finally:
             server.stop()
+
+
+def conversations_lag(settings: Settings, answered: float) -> float:
+    """Seconds from ``answered`` (a perf_counter moment) until no conversation work waits
+    in the server's queue (read from its database, as another process would)."""
+    import sqlalchemy as sa
+
+    from agentfolio.store.registry_tables import otel_work
+
+    with Store.open(settings) as store:
+        while True:
+            with store.engine.connect() as connection:
+                waiting = connection.execute(sa.select(sa.func.count()).select_from(otel_work)).scalar_one()
+            if not waiting:
+                return max(0.0, time.perf_counter() - answered)
+            time.sleep(0.05)
 
 
 def sqlite_bytes(path: Path) -> int:

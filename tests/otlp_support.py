@@ -118,9 +118,24 @@ def messages_of(document: dict[str, Any]) -> list[tuple[str, list[str]]]:
             for entry in document["data"]["conversationHistory"] for message in entry.get("messages") or []]
 
 
-def wait_for_session(url: str, token: str, session_id: str, count: int, timeout: float = 30) -> dict[str, Any]:
-    """The stored session once it holds ``count`` messages (conversations are rebuilt in
-    the background after the spans are stored)."""
+def settle(store: Any, account: Any, timeout: float = 120) -> None:
+    """Wait until the conversation work queued for ``account`` is done (a server's worker
+    takes it in after answering): polls the application's count of pending sessions."""
+    import time
+
+    from agentfolio.app.otlp import OtlpIngest
+
+    ingest = OtlpIngest(store)
+    deadline = time.monotonic() + timeout
+    while ingest.pending(account):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{ingest.pending(account)} session(s) still pending after {timeout} s")
+        time.sleep(0.05)
+
+
+def wait_for_session(url: str, token: str, session_id: str, count: int, timeout: float = 120) -> dict[str, Any]:
+    """The stored session once it holds ``count`` messages (conversations follow their
+    spans, from the queue a server's worker drains)."""
     import time
 
     deadline = time.monotonic() + timeout
@@ -132,3 +147,13 @@ def wait_for_session(url: str, token: str, session_id: str, count: int, timeout:
         if time.monotonic() > deadline:
             raise AssertionError(f"session {session_id} not ready: {response.status_code} {response.text[:300]}")
         time.sleep(0.1)
+
+
+def settled_session(url: str, token: str, session_id: str, store: Any) -> dict[str, Any]:
+    """The stored session once every conversation of the token's account is taken in."""
+    account = store.accounts.authenticate(token)
+    settle(store, account)
+    response = httpx.get(f"{url}/api/v1/sessions/{session_id}", headers={"Authorization": f"Bearer {token}"},
+                         timeout=30)
+    assert response.status_code == 200, response.text[:300]
+    return response.json()

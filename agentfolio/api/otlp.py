@@ -7,7 +7,8 @@ encoding (``partial_success`` counting rejected spans); failures carry a
 ``google.rpc.Status`` body: ``400`` bad input (nothing stored), ``401`` no or bad token,
 ``413`` over the size limit after decompression, ``415`` not protobuf or JSON, ``429``
 with ``Retry-After`` when the ingest queue is full, ``503`` with ``Retry-After`` when the
-store cannot take writes now.  Exporters retry 429/503 and never 4xx.
+store cannot take writes now or the conversations of spans already stored are behind
+by the backlog limit.  Exporters retry 429/503 and never 4xx.
 
 The bearer token (``Authorization: Bearer …`` in the exporter's headers, e.g.
 ``OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20<token>``) names one account; every
@@ -46,7 +47,7 @@ def ingest_of(request: Request) -> OtlpIngest:
     if ingest is None:
         settings = state.settings
         ingest = state.otlp_ingest = get_folio(request).otlp_ingest(
-            max_bytes=settings.otlp_max_bytes, queue_size=settings.otlp_queue_size)
+            max_bytes=settings.otlp_max_bytes, queue_size=settings.otlp_queue_size, backlog=settings.otlp_backlog)
     return ingest
 
 
@@ -86,6 +87,9 @@ async def export_traces(request: Request) -> Response:
         return _status(encoding, 429, _RESOURCE_EXHAUSTED, "the ingest queue is full; retry later",
                        {"Retry-After": str(RETRY_AFTER_SECONDS)})
     try:
+        if await run_in_threadpool(ingest.saturated):
+            return _status(encoding, 503, _UNAVAILABLE, "the conversations of spans already stored are being "
+                           "taken in; retry later", {"Retry-After": str(RETRY_AFTER_SECONDS)})
         body = await request.body()
         result = await run_in_threadpool(ingest.export, account, body, encoding=encoding,
                                          content_encoding=request.headers.get("content-encoding"))

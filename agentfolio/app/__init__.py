@@ -19,6 +19,7 @@ from agentfolio.settings import Settings
 if TYPE_CHECKING:
     from agentfolio.app.accounts import AccountService
     from agentfolio.app.otlp import OtlpIngest
+    from agentfolio.app.otlp_conversations import ConversationWorker
     from agentfolio.app.registry import RegistryService
     from agentfolio.app.sessions import SessionService
     from agentfolio.app.traces import TraceService
@@ -49,6 +50,7 @@ class Agentfolio:
         self.viewer_files: ViewerFileService = ViewerFileService(store)
         self.traces: TraceService = TraceService(store)
         self._owned = owned
+        self._conversations: ConversationWorker | None = None
 
     @classmethod
     def open(cls, settings: Settings | None = None) -> Agentfolio:
@@ -62,11 +64,22 @@ class Agentfolio:
 
         return readiness_problems(self.store)
 
-    def otlp_ingest(self, *, max_bytes: int, queue_size: int) -> OtlpIngest:
-        """A receiver of OTLP span batches into this store (one per server: it holds the queue)."""
+    def otlp_ingest(self, *, max_bytes: int, queue_size: int, backlog: int) -> OtlpIngest:
+        """A receiver of OTLP span batches into this store (one per server: it holds the
+        admission count), waking this application's conversation worker."""
         from agentfolio.app.otlp import OtlpIngest
 
-        return OtlpIngest(self.store, max_bytes=max_bytes, queue_size=queue_size)
+        return OtlpIngest(self.store, max_bytes=max_bytes, queue_size=queue_size, backlog=backlog,
+                          worker=self.conversation_worker())
+
+    def conversation_worker(self) -> ConversationWorker:
+        """The worker that brings OTel conversations up to date from the store's queue
+        (one per application; a server starts it, see ``agentfolio.server``)."""
+        if self._conversations is None:
+            from agentfolio.app.otlp_conversations import ConversationWorker
+
+            self._conversations = ConversationWorker(self.store)
+        return self._conversations
 
     def sweep_blobs(self) -> Any:
         """Remove stored blobs no entry points at (safe beside running writers)."""

@@ -112,5 +112,5 @@ def load_trace_demo(folio: Agentfolio, account: Account, *, spans: int = 300, ot
 
         ingest = OtlpIngest(folio.store)
         ingest.export(account, orjson.dumps(genai_request()), encoding="json")
-        ingest.wait_idle()
+        ingest.drain()
     return instance.id

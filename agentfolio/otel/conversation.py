@@ -63,6 +63,8 @@ class BuiltSession:
     losses: list[Loss] = field(default_factory=list)
     #: Where the conversation stands, to continue it with later spans.
     state: ConversationState | None = None
+    #: The session the document was written from (lowered to durable state), entry for entry.
+    written: Session | None = None
 
 
 @dataclass(slots=True)
@@ -96,10 +98,12 @@ class ConversationState:
 
 @dataclass(slots=True)
 class Continuation:
-    """What later spans add to a conversation: entries to append, as durable state."""
+    """What later spans add to a conversation: entries to append, as durable state, and
+    the canonical entries each was written from."""
 
     entries: list[dict[str, Any]]
     state: ConversationState
+    models: list[Any] = field(default_factory=list)
 
 
 def build_conversation(payloads: Iterable[Mapping[str, Any]]) -> tuple[Session, list[str], str | None] | None:
@@ -160,7 +164,8 @@ def continue_conversation(state: ConversationState,
         return Continuation([], after)
     conversion = convert.convert(Session(data=SessionData(conversation_history=tuple(entries))),
                                  to="durable-state", from_="canonical")
-    return Continuation(list(conversion.result["data"]["conversationHistory"]), after)
+    written = conversion.session.entries if conversion.session is not None else ()
+    return Continuation(list(conversion.result["data"]["conversationHistory"]), after, list(written))
 
 
 def _extend(state: ConversationState, calls: list[tuple[Mapping[str, Any], SpanMessages]],
@@ -219,7 +224,7 @@ def build_session(payloads: Iterable[Mapping[str, Any]]) -> BuiltSession | None:
     document = dict(conversion.result)
     if notes:
         document[NOTES_KEY] = {"notes": notes}
-    return BuiltSession(session, document, state.agent, notes, conversion.losses, state)
+    return BuiltSession(session, document, state.agent, notes, conversion.losses, state, conversion.session)
 
 
 def _tool_json(tool: ToolDescription) -> Any:

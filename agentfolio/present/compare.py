@@ -1,10 +1,16 @@
-"""Two sessions side by side: their turns aligned, and what changed between aligned turns.
+"""Two sessions or two traces side by side: their turns or spans aligned, and what changed
+between aligned ones.
 
 Turns (history entries) are aligned by what they say, the way ``diff`` aligns lines: an
 entry of the same kind, with the same roles speaking and the same text, is the same turn
 on both sides; between such anchors, entries are paired in order and marked changed, and
 what is left over is only on one side.  What changed in a paired turn is a word diff of
 its text (messages, tool calls and their results).
+
+Spans (in tree order) are aligned the same way by where they sit and what they are: the
+same depth, span type and title anchor; between anchors, spans of the same depth and type
+are paired.  An anchored pair whose status, params or result differ is changed too, with
+a word diff of those.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from typing import Literal
 from agentfolio import _json
 from agentfolio.model import FunctionCallContent, FunctionResultContent
 
-__all__ = ["MAX_DIFF_WORDS", "Aligned", "TextChange", "align_turns", "turn_text", "word_diff"]
+__all__ = ["MAX_DIFF_WORDS", "Aligned", "TextChange", "align_spans", "align_turns", "span_text", "turn_text",
+           "word_diff"]
 
 Status = Literal["same", "changed", "left", "right"]
 #: Longest text (in words) a paired turn's diff is worked out for; longer ones are only marked changed.
@@ -78,7 +85,32 @@ def _key(entry: object) -> tuple[str, str]:
 
 def align_turns(left: Sequence[object], right: Sequence[object]) -> list[Aligned]:
     """The rows of a comparison of two histories, in order."""
-    left_keys, right_keys = [_key(entry) for entry in left], [_key(entry) for entry in right]
+    return _align([_key(entry) for entry in left], [_key(entry) for entry in right])
+
+
+def span_text(span: object) -> str:
+    """What a span did, as one text: its status, its params and its result."""
+    return "\n".join((f"status {getattr(span, 'status', '?')}", f"params {_plain(getattr(span, 'payload', None))}",
+                      f"result {_plain(getattr(span, 'result_payload', None))}"))
+
+
+def align_spans(left: Sequence[object], right: Sequence[object]) -> list[Aligned]:
+    """The rows of a comparison of two traces' spans (each in tree order, with ``depth``,
+    ``schema_name``, ``title`` and perhaps a rendered ``summary``, ``status``, ``payload``
+    and ``result_payload``), in order.  A span is known by its summary when it has one (the
+    title is often its type's, the same for every span of that type)."""
+    def key(span: object) -> tuple[str, str]:
+        shown = getattr(span, "summary", None) or getattr(span, "title", "")
+        return (f"{getattr(span, 'depth', 0)} {getattr(span, 'schema_name', '?')}", str(shown))
+
+    rows = _align([key(span) for span in left], [key(span) for span in right])
+    return [Aligned(row.left, row.right, "changed") if row.status == "same" and row.left is not None
+            and row.right is not None and span_text(left[row.left]) != span_text(right[row.right]) else row
+            for row in rows]
+
+
+def _align(left_keys: list[tuple[str, str]], right_keys: list[tuple[str, str]]) -> list[Aligned]:
+    """Items keyed (kind, text): equal keys anchor, pairs of a kind in order between."""
     rows: list[Aligned] = []
     matcher = difflib.SequenceMatcher(a=left_keys, b=right_keys, autojunk=False)
     for op, a_start, a_end, b_start, b_end in matcher.get_opcodes():

@@ -53,6 +53,10 @@ def create_server(settings: Settings | None = None, *, folio: Agentfolio | None 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         tasks = [asyncio.create_task(_run_forever(application, job)) for job in background_jobs(application)]
+        # OTel conversations queued by any server (or left by one that stopped) are taken
+        # in here too: every server drains the one queue.
+        conversations = application.conversation_worker()
+        conversations.start()
         # uvicorn has installed its signal handlers by now; ours run first.
         restore_signals = _deadline.cancel_on_shutdown_signals()
         _deadline.reset_after_shutdown()
@@ -67,6 +71,7 @@ def create_server(settings: Settings | None = None, *, folio: Agentfolio | None 
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await asyncio.to_thread(conversations.stop)
             if owned:
                 application.close()
 

@@ -16,6 +16,12 @@ class StoreError(AgentfolioError):
         super().__init__(message)
 
 
+class StoreUnavailable(StoreError):
+    """The database cannot take the work now (locked, restarting, unreachable): retry later."""
+
+    code = "unavailable"
+
+
 class NotFound(StoreError):
     code = "not_found"
 

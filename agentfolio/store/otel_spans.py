@@ -23,6 +23,7 @@ import hashlib
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,10 +37,17 @@ from agentfolio.otel.span_types import otel_span_type
 from agentfolio.registry import ids
 from agentfolio.registry.schema_versions import SchemaVersionDraft
 from agentfolio.registry.sensitive import encode_at_rest, load_masked, masked, mentions_sensitive
-from agentfolio.registry.spans import PARENT_MISSING, SENSITIVE_CHECKED, CompiledSchemaVersion, within_run
+from agentfolio.registry.spans import (
+    PARENT_MISSING,
+    SENSITIVE_CHECKED,
+    CompiledSchemaVersion,
+    SpanValidation,
+    within_run,
+)
 from agentfolio.store.accounts import Account
-from agentfolio.store.engine import read_transaction, write_transaction
-from agentfolio.store.errors import StoreError
+from agentfolio.store.engine import write_transaction
+from agentfolio.store.errors import StoreUnavailable as StoreUnavailable
+from agentfolio.store.otel_queue import QueueRows
 from agentfolio.store.registry import AccountRecord, RegistryStore, RegistryUnit
 from agentfolio.store.registry.base import Rows
 from agentfolio.store.registry.bulk import insert_many
@@ -71,29 +79,22 @@ _OTEL_VERSION = {"name": "opentelemetry", "external_identifier": None, "descript
                  "runtime_environment": None}
 
 
-class StoreUnavailable(StoreError):
-    """The database cannot take the write now (locked, restarting, unreachable): retry later."""
-
-    code = "unavailable"
-
-
 @dataclass(slots=True)
 class WrittenSpans:
     inserted: int = 0
     duplicates: int = 0
     #: Sessions that received an LLM span (each LLM span's conversation).
     sessions: set[str] = field(default_factory=set)
-    #: Session id → the payloads of the spans stored in it now (LLM spans or not).
-    added: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    #: Sessions of spans sent again (already stored).
-    resent: set[str] = field(default_factory=set)
-    #: Session id → (start, agent) of its earliest span stored now: the agent it is filed under.
-    agents: dict[str, tuple[int, str]] = field(default_factory=dict)
+    #: Sessions whose conversation has new spans to take in (queued, see store.otel_queue).
+    queued: set[str] = field(default_factory=set)
     #: (agent id, instance id) of every trace written to.
     instances: set[tuple[str, str]] = field(default_factory=set)
     #: (agent id, schema version id) of every schema version this write created (span
     #: types seen for the first time): governance raises the alerts they call for.
     schema_versions: list[tuple[str, str]] = field(default_factory=list)
+    #: Spans found invalid for more than a parent not seen yet (the row's ids and type, and
+    #: why): governance raises the alert each calls for, as for a Prefactor API span.
+    invalid: list[tuple[dict[str, Any], SpanValidation]] = field(default_factory=list)
 
 
 def now_us() -> int:
@@ -132,24 +133,29 @@ class OtelSpans:
                 time.sleep(0.01 * (attempt + 1))  # a concurrent request stored the same rows: re-check them
         raise AssertionError("unreachable")
 
-    def conversations(self, account: Account,
-                      session_ids: list[str]) -> tuple[dict[str, ConversationRecord], dict[str, int]]:
-        """Where these sessions' conversations stand (absent: never built), and how many
-        spans each session has now."""
-        with read_transaction(self.engine) as connection:
-            rows = OtelRows(connection, AccountScope(account.pk))
-            return rows.conversations(session_ids), rows.session_span_counts(session_ids)
+    @contextmanager
+    def reading(self, account: Account) -> Iterator[ConversationReads]:
+        """What the conversation worker reads of the account's sessions, all from one
+        snapshot (so the counts it compares agree with each other)."""
+        with self.engine.connect() as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execution_options(isolation_level="REPEATABLE READ")
+            with connection.begin():
+                yield ConversationReads(connection, account)
 
-    def keep_conversations(self, account: Account, records: dict[str, ConversationRecord]) -> None:
-        with write_transaction(self.engine) as connection:
-            OtelRows(connection, AccountScope(account.pk)).keep_conversations(records)
 
-    def session_spans(self, account: Account, session_id: str, *,
-                      limit: int = 10_000) -> tuple[list[dict[str, Any]], str | None]:
+class ConversationReads:
+    """Reads of one account's conversations and their waiting spans, on one connection."""
+
+    def __init__(self, connection: Connection, account: Account) -> None:
+        self.connection = connection
+        self.rows = OtelRows(connection, AccountScope(account.pk))
+        self.queue = QueueRows(connection, AccountScope(account.pk))
+
+    def session_spans(self, session_id: str, *, limit: int = 10_000) -> tuple[list[dict[str, Any]], str | None]:
         """The stored OTel payloads of one session's spans in start order, and the agent
         (external identifier) its first span is filed under."""
-        with read_transaction(self.engine) as connection:
-            rows = OtelRows(connection, AccountScope(account.pk)).session_spans(session_id, limit)
+        rows = self.rows.session_spans(session_id, limit)
         payloads = [load_masked(row[0]) for row in rows]
         # Rows hold microseconds; spans starting within one microsecond keep their nanosecond order.
         payloads.sort(key=lambda p: (p.get("start_time_unix_nano") or 0, p.get("end_time_unix_nano") or 0))
@@ -373,7 +379,7 @@ class _Write:
                 fresh[row_id] = mapped
         stored = self.rows.stored(list(fresh))
         for row_id in stored:
-            result.resent.add(fresh.pop(row_id).session_id)
+            del fresh[row_id]
         result.duplicates += len(stored)
         if not fresh:
             return result
@@ -385,6 +391,7 @@ class _Write:
                        for row_id, mapped in fresh.items()}
         parents = self._parents(fresh, instance_of)
         rows = []
+        queued: dict[str, list[tuple[str, bool]]] = defaultdict(list)
         for row_id, mapped in fresh.items():
             agent_id = agents[agent_of[row_id]]
             instance_id = instance_of[row_id]
@@ -410,14 +417,17 @@ class _Write:
                 "validation": None if validation.status == "valid" else orjson.dumps(validation.to_json()),
                 "session_id": mapped.session_id, "started_at": mapped.started_us, "finished_at": mapped.finished_us,
                 "inserted_at": self.stamp, "updated_at": self.stamp})
+            if any(problem.part != "parent_span_id" for problem in validation.problems):  # a parent comes later
+                result.invalid.append(({"id": row_id, "agent_id": agent_id, "instance_id": instance_id,
+                                        "schema_name": mapped.schema_name}, validation))
             result.instances.add((agent_id, instance_id))
-            result.added.setdefault(mapped.session_id, []).append(payload)
-            earliest = result.agents.get(mapped.session_id)
-            if earliest is None or mapped.started_us < earliest[0]:
-                result.agents[mapped.session_id] = (mapped.started_us, agent_of[row_id])
+            queued[mapped.session_id].append((row_id, mapped.is_llm))
             if mapped.is_llm:
                 result.sessions.add(mapped.session_id)
         self.rows.insert_spans(rows)
+        # The conversations follow after the answer, from the queue written with the spans.
+        QueueRows(self.rows.conn, self.rows.scope).enqueue(queued)
+        result.queued = set(queued)
         self._rehome(fresh, agent_of, agents, instance_of)
         self._found_children(list(fresh))
         result.inserted = len(rows)

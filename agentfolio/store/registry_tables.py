@@ -229,6 +229,37 @@ otel_conversations = sa.Table(
     sa.Column("updated_at", Micros, nullable=False),
 )
 
+# The conversation work waiting after OTel spans are stored (the spans are queryable at
+# once; their sessions are brought up to date after the answer, by a worker in any server
+# process): one row per session with work, and one per span it has still to take in.  A
+# worker claims a session by setting ``claim`` and ``lease_until`` (microseconds; 0: free),
+# and finishes it in the same transaction as the session write, deleting the spans it took
+# and the session's row once none are left: a crash before that commit leaves the work
+# to whoever claims it when the lease ends.  ``generation`` moves on with each request
+# that adds spans (it locks the row, so a finishing worker and a new request serialize).
+otel_work = sa.Table(
+    "otel_work", metadata,
+    sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), primary_key=True,
+              autoincrement=False),
+    sa.Column("session_id", sa.String(200), primary_key=True),
+    sa.Column("enqueued_at", Micros, nullable=False),
+    sa.Column("generation", sa.BigInteger, nullable=False),
+    sa.Column("lease_until", Micros, nullable=False),
+    sa.Column("claim", sa.String(32), nullable=True),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Index("ix_otel_work_enqueued", "enqueued_at"),
+)
+
+otel_work_spans = sa.Table(
+    "otel_work_spans", metadata,
+    sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), primary_key=True,
+              autoincrement=False),
+    sa.Column("session_id", sa.String(200), primary_key=True),
+    sa.Column("span_id", Id, primary_key=True),
+    # An LLM span: its session gets a conversation even if it has none yet.
+    sa.Column("llm", sa.Boolean, nullable=False),
+)
+
 # A replayed request (same account, operation and key) answers again; the same key with
 # another body is refused.  ``body_hash``: SHA-256 of the canonical body; ``resource_id``:
 # what the first request made or changed, whose answer a replay reads again.  ``response``

@@ -26,7 +26,7 @@ from agentfolio import _json
 from agentfolio.formats import durable_state
 from agentfolio.formats.base import ReadResult
 from agentfolio.formats.errors import FormatError, Problem, json_pointer
-from agentfolio.model import Entry
+from agentfolio.model import Entry, Session
 from agentfolio.present.activity import (
     ActivityPoint,
     EntryFacts,
@@ -134,6 +134,18 @@ class Created:
 
 
 @dataclass(frozen=True, slots=True)
+class WrittenSession:
+    """A durable state written by agentfolio's own writer from ``session`` (the canonical
+    session the document was written from, entry for entry): stored without being read
+    again, and counted from ``session``."""
+
+    session_id: str
+    document: dict[str, Any]
+    session: Session
+    agent: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Appended:
     session: SessionInfo
     position: int
@@ -195,6 +207,44 @@ def _session_counts(total: SessionFacts) -> dict[str, Any]:
 
 def _latest_request(facts: Sequence[EntryFacts]) -> float | None:
     return next((item.at for item in reversed(facts) if item.kind == "request" and item.at is not None), None)
+
+
+def _appended_values(packed: Sequence[PackedEntry]) -> dict[str, Any]:
+    """The guarded UPDATE's values for appending these entries: version, count, times."""
+    times = [entry.created_at for entry in packed if entry.created_at is not None]
+    values: dict[str, Any] = {"version": sessions.c.version + 1, "entry_count": sessions.c.entry_count + len(packed),
+                              "updated_at": time.time()}
+    if times:
+        earliest, latest = min(times), max(times)
+        values["first_activity_at"] = sa.func.coalesce(sessions.c.first_activity_at, earliest)
+        values["last_activity_at"] = sa.case(
+            (sessions.c.last_activity_at.is_(None), latest),
+            (sessions.c.last_activity_at < latest, latest),
+            else_=sessions.c.last_activity_at)
+    return values
+
+
+def _session_row(session_id: str, agent: str | None, document: dict[str, Any], head: bytes,
+                 history_at: int | None, packed: Sequence[PackedEntry], total: SessionFacts,
+                 per_entry: Sequence[EntryFacts], *, source_hash: str | None = None) -> dict[str, Any]:
+    """The values of a new session's row at version 1 (without its account)."""
+    times = [entry.created_at for entry in packed if entry.created_at is not None]
+    schema_version = document.get("schemaVersion")
+    now = time.time()
+    return {"id": session_id, "agent": agent,
+            "schema_version": schema_version if isinstance(schema_version, str) else None,
+            "head": head, "history_at": history_at, "version": 1, "entry_count": len(packed), "created_at": now,
+            "updated_at": now, "first_activity_at": min(times, default=None),
+            "last_activity_at": max(times, default=None), "source_hash": source_hash,
+            "last_request_at": _latest_request(per_entry), **_session_counts(total)}
+
+
+def _entry_rows(session_pk: int, first: int, packed: Sequence[PackedEntry],
+                counted: Sequence[tuple[EntryFacts, float | None]]) -> list[dict[str, Any]]:
+    return [{"session_pk": session_pk, "position": first + index, "kind": entry.kind,
+             "created_at": entry.created_at, "body": entry.body, "blobs": entry.blob_refs, "text": entry.text,
+             **_entry_counts(*counts)}
+            for index, (entry, counts) in enumerate(zip(packed, counted, strict=True))]
 
 
 class SessionStore:
@@ -273,10 +323,11 @@ class Sessions:
                         counted: Sequence[tuple[EntryFacts, float | None]]) -> None:
         """The entries and the blobs they point at: the blobs' bytes are stored first."""
         references = keep_blobs(connection, self.blobs, session_pk, first, packed)
-        rows = [{"session_pk": session_pk, "position": first + index, "kind": entry.kind,
-                 "created_at": entry.created_at, "body": entry.body, "blobs": entry.blob_refs, "text": entry.text,
-                 **_entry_counts(*counts)}
-                for index, (entry, counts) in enumerate(zip(packed, counted, strict=True))]
+        self._write_entry_rows(connection, _entry_rows(session_pk, first, packed, counted), references)
+
+    @staticmethod
+    def _write_entry_rows(connection: Connection, rows: list[dict[str, Any]],
+                          references: list[dict[str, Any]]) -> None:
         for start in range(0, len(rows), _INSERT_BATCH):
             connection.execute(sa.insert(entries), rows[start:start + _INSERT_BATCH])
         index_entries(connection, rows)
@@ -581,20 +632,11 @@ class Sessions:
         if len(per_entry) != len(packed):  # not one model entry per JSON entry: count what was read
             per_entry = [EntryFacts(kind=entry.kind or "?", at=entry.created_at) for entry in packed]
             latencies = [None] * len(packed)
-        times = [entry.created_at for entry in packed if entry.created_at is not None]
-        now = time.time()
         session_id = session_id or secrets.token_hex(16)
-        schema_version = document.get("schemaVersion")
         try:
             with write_transaction(self.engine) as connection:
-                session_pk = connection.execute(self.scope.insert(sessions).values(
-                    id=session_id, agent=agent,
-                    schema_version=schema_version if isinstance(schema_version, str) else None,
-                    head=head, history_at=history_at, version=1, entry_count=len(packed), created_at=now,
-                    updated_at=now, first_activity_at=min(times, default=None),
-                    last_activity_at=max(times, default=None), source_hash=source_hash,
-                    last_request_at=_latest_request(per_entry), **_session_counts(total),
-                ).returning(sessions.c.pk)).scalar_one()
+                session_pk = self._insert_session(connection, session_id, agent, document, head, history_at, packed,
+                                                  total, per_entry, source_hash=source_hash)
                 self._insert_entries(connection, session_pk, 0, packed, list(zip(per_entry, latencies, strict=True)))
         except IntegrityError:
             self._purge_expired_id(session_id)
@@ -602,6 +644,83 @@ class Sessions:
                 raise AlreadyExists("this document was already imported") from None
             raise AlreadyExists(f"a session {session_id!r} already exists") from None
         return Created(self.info(session_id), problems)
+
+    # -- writing in the caller's transaction: documents from agentfolio's own writer -----
+
+    def versions(self, connection: Connection, session_ids: Sequence[str]) -> dict[str, int]:
+        """The current version of each of these sessions that exists (expired ones included:
+        a replace takes their place)."""
+        found: dict[str, int] = {}
+        for start in range(0, len(session_ids), _INSERT_BATCH):
+            chosen = list(session_ids[start:start + _INSERT_BATCH])
+            found.update(connection.execute(self.scope.select(sessions, sessions.c.id, sessions.c.version)
+                                            .where(sessions.c.id.in_(chosen))).all())
+        return found
+
+    def replace_written(self, connection: Connection, written: Sequence[WrittenSession]) -> dict[str, int]:
+        """Store each document as the session of its id, at version 1, replacing any
+        session of that id, in the caller's transaction; the version of each."""
+        if not written:
+            return {}
+        for item in written:
+            if not SESSION_ID.fullmatch(item.session_id):
+                raise InvalidInput(f"session id {item.session_id!r} must be {SESSION_ID_RULE}")
+        ids = [item.session_id for item in written]
+        for start in range(0, len(ids), _INSERT_BATCH):
+            old = self.scope.select(sessions, sessions.c.pk).where(sessions.c.id.in_(ids[start:start + _INSERT_BATCH]))
+            pks = list(connection.execute(old).scalars())
+            if pks:
+                unindex_sessions(connection, pks)
+                connection.execute(sa.delete(entries).where(entries.c.session_pk.in_(pks)))
+                connection.execute(sa.delete(sessions).where(sessions.c.pk.in_(pks)))
+        prepared = []
+        for item in written:
+            head, history_at, history = split_document(item.document)
+            packed = [self._pack(entry) for entry in history]
+            total, per_entry, latencies = session_facts(item.session)
+            if len(per_entry) != len(packed):
+                raise InvalidInput(f"session {item.session_id!r}: {len(packed)} entries written from "
+                                   f"{len(per_entry)}")
+            row = _session_row(item.session_id, item.agent, item.document, head, history_at, packed, total, per_entry)
+            prepared.append((row, packed, list(zip(per_entry, latencies, strict=True))))
+        # Every session of the round in one statement, then every entry: a round of many
+        # small conversations costs a few statements, not a few per conversation.
+        created = connection.execute(sa.insert(sessions).returning(sessions.c.pk, sort_by_parameter_order=True),
+                                     self.scope.rows(row for row, _, _ in prepared)).scalars().all()
+        rows: list[dict[str, Any]] = []
+        references: list[dict[str, Any]] = []
+        for (_, packed, counted), session_pk in zip(prepared, created, strict=True):
+            found = keep_blobs(connection, self.blobs, session_pk, 0, packed)
+            rows += _entry_rows(session_pk, 0, packed, counted)
+            references += found
+        self._write_entry_rows(connection, rows, references)
+        return dict.fromkeys(ids, 1)
+
+    def append_written(self, connection: Connection, session_id: str, new_entries: Sequence[dict[str, Any]],
+                       models: Sequence[Entry], *, expected_version: int) -> int | None:
+        """Add entries written by agentfolio's own writer from ``models`` (one each) at the
+        end of the history, in the caller's transaction, if the session is still at
+        ``expected_version``; its new version (``None``: it is not, or is gone)."""
+        if len(models) != len(new_entries):
+            raise InvalidInput(f"{len(new_entries)} entries written from {len(models)}")
+        packed = [self._pack(entry) for entry in new_entries]
+        row = connection.execute(sa.update(sessions).where(self._visible(session_id),
+                                                           sessions.c.version == expected_version)
+                                 .values(**_appended_values(packed))
+                                 .returning(sessions.c.pk, sessions.c.version, sessions.c.entry_count,
+                                            sessions.c.history_at, sessions.c.last_request_at)).first()
+        if row is None:
+            return None
+        self._add_entries(connection, row, packed, [entry_facts(model) for model in models])
+        return int(row.version)
+
+    def _insert_session(self, connection: Connection, session_id: str, agent: str | None, document: dict[str, Any],
+                        head: bytes, history_at: int | None, packed: Sequence[PackedEntry], total: SessionFacts,
+                        per_entry: Sequence[EntryFacts], *, source_hash: str | None = None) -> int:
+        """The row of a new session at version 1; its pk."""
+        row = _session_row(session_id, agent, document, head, history_at, packed, total, per_entry,
+                           source_hash=source_hash)
+        return int(connection.execute(self.scope.insert(sessions).values(**row).returning(sessions.c.pk)).scalar_one())
 
     def _purge_expired_id(self, session_id: str) -> None:
         """An id taken only by an expired session is freed (then the caller may retry)."""
@@ -635,18 +754,7 @@ class Sessions:
                 raise InvalidInput("an entry must be a JSON object",
                                    pointer="" if len(new_entries) == 1 else f"/{index}")
         packed = [self._pack(entry) for entry in new_entries]
-        times = [entry.created_at for entry in packed if entry.created_at is not None]
-        values: dict[str, Any] = {
-            "version": sessions.c.version + 1, "entry_count": sessions.c.entry_count + len(packed),
-            "updated_at": time.time(),
-        }
-        if times:
-            earliest, latest = min(times), max(times)
-            values["first_activity_at"] = sa.func.coalesce(sessions.c.first_activity_at, earliest)
-            values["last_activity_at"] = sa.case(
-                (sessions.c.last_activity_at.is_(None), latest),
-                (sessions.c.last_activity_at < latest, latest),
-                else_=sessions.c.last_activity_at)
+        values = _appended_values(packed)
         condition = self._visible(session_id)
         if expected_version is not None:
             condition = sa.and_(condition, sessions.c.version == expected_version)
@@ -669,17 +777,23 @@ class Sessions:
                 found, model = check_entry(entry, row.schema_version, strict=strict, prefix=prefix)
                 problems.extend(Problem(prefix + p.pointer, p.message) for p in found)
                 facts.append(entry_facts(model))
-            latencies = response_latencies(facts, row.last_request_at)
-            connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk)
-                               .values(**self._added_counts(facts)))
-            if row.history_at is None:
-                head = connection.execute(sa.select(sessions.c.head).where(sessions.c.pk == row.pk)).scalar_one()
-                new_head, history_at = head_with_history(head, None)
-                connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk)
-                                   .values(head=new_head, history_at=history_at))
-            position = row.entry_count - len(packed)
-            self._insert_entries(connection, row.pk, position, packed, list(zip(facts, latencies, strict=True)))
+            position = self._add_entries(connection, row, packed, facts)
         return Appended(self._info(row), position, problems)
+
+    def _add_entries(self, connection: Connection, row: Any, packed: Sequence[PackedEntry],
+                     facts: Sequence[EntryFacts]) -> int:
+        """After the guarded UPDATE (``row``: the session as it returned it) of an append:
+        its counts, a history array if it had none, the entries; where they went."""
+        latencies = response_latencies(facts, row.last_request_at)
+        connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk).values(**self._added_counts(facts)))
+        if row.history_at is None:
+            head = connection.execute(sa.select(sessions.c.head).where(sessions.c.pk == row.pk)).scalar_one()
+            new_head, history_at = head_with_history(head, None)
+            connection.execute(sa.update(sessions).where(sessions.c.pk == row.pk)
+                               .values(head=new_head, history_at=history_at))
+        position = int(row.entry_count) - len(packed)
+        self._insert_entries(connection, row.pk, position, list(packed), [*zip(facts, latencies, strict=True)])
+        return position
 
     @staticmethod
     def _added_counts(facts: Sequence[EntryFacts]) -> dict[str, Any]:

@@ -788,6 +788,7 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
     async def compare_page(request: Request, who: Who, a: str = "", b: str = "", changes: int = 0) -> Response:
         sides: list[tuple[str, Conversation | tuple[str, Any]]] = []
         sources: list[Source] = []
+        traces: list[tuple[str, Any]] = []
         problems = []
         for label, ref in (("left", a), ("right", b)):
             if not ref:
@@ -800,14 +801,18 @@ def create_web_router(*, folio: Any = None, account: Any = None, prefix: str = "
                 sides.append(("session", found.conversation(prefix="L-" if label == "left" else "R-")))
             elif isinstance(found, tuple):
                 sides.append(("trace", found))
+                traces.append(found)
             elif found.kind == "trace":
                 trace = found.cache.get("trace") or found.cache.setdefault("trace", trace_from_document(found.document))
                 sides.append(("trace", (found.name, trace)))
+                traces.append((found.name, trace))
             else:
                 problems.append(f"{label}: {found.name} is a {found.detected or found.kind}, not a session or a trace")
         comparison = None
         if len(sources) == 2:
             comparison = await run_in_threadpool(compare_views, sources[0], sources[1], bool(changes))
+        elif len(traces) == 2:
+            comparison = await run_in_threadpool(compare_traces, traces[0], traces[1], bool(changes))
         choices = await run_in_threadpool(_compare_choices, who)
         return viewer.page(request, "compare.html", who, nav="compare", sides=sides, problems=problems,
                            a=a, b=b, choices=choices, comparison=comparison, changes=bool(changes))
@@ -875,9 +880,11 @@ COMPARE_ENTRIES = 2000
 
 @dataclass
 class ComparedRow:
+    """One aligned row: an entry (``html.EntryView``) or a span (a trace's node) of each side."""
+
     status: str
-    left: html.EntryView | None
-    right: html.EntryView | None
+    left: Any | None
+    right: Any | None
     changes: list[Any] | None = None
 
 
@@ -888,25 +895,49 @@ class Comparison:
     rows: list[ComparedRow]
     counts: dict[str, int]
     cut: bool
+    of: str = "turns"  # or "spans"
 
 
 def compare_views(left: Source, right: Source, only_changes: bool = False) -> Comparison:
     """Two sessions' turns aligned, each changed pair with a word diff of what it says."""
     left_entries = left.view.session.entries[:COMPARE_ENTRIES]
     right_entries = right.view.session.entries[:COMPARE_ENTRIES]
-    aligned = compare.align_turns(left_entries, right_entries)
+    rows, counts = _compared_rows(
+        compare.align_turns(left_entries, right_entries), only_changes,
+        lambda row: ComparedRow(row.status, _one_entry(left.view, row.left), _one_entry(right.view, row.right)),
+        lambda a, b: (compare.turn_text(left_entries[a]), compare.turn_text(right_entries[b])))
+    cut = len(left.view.session.entries) > COMPARE_ENTRIES or len(right.view.session.entries) > COMPARE_ENTRIES
+    return Comparison(left.title, right.title, rows, counts, cut)
+
+
+def compare_traces(left: tuple[str, Any], right: tuple[str, Any], only_changes: bool = False) -> Comparison:
+    """Two traces' spans aligned in tree order, each changed pair with a word diff of its
+    status, params and result.  ``left``/``right``: (title, trace) as the trace pages use."""
+    left_spans, right_spans = left[1].nodes[:COMPARE_ENTRIES], right[1].nodes[:COMPARE_ENTRIES]
+    rows, counts = _compared_rows(
+        compare.align_spans(left_spans, right_spans), only_changes,
+        lambda row: ComparedRow(row.status, None if row.left is None else left_spans[row.left],
+                                None if row.right is None else right_spans[row.right]),
+        lambda a, b: (compare.span_text(left_spans[a]), compare.span_text(right_spans[b])))
+    cut = len(left[1].nodes) > COMPARE_ENTRIES or len(right[1].nodes) > COMPARE_ENTRIES
+    return Comparison(left[0], right[0], rows, counts, cut, of="spans")
+
+
+def _compared_rows(aligned: list[compare.Aligned], only_changes: bool,
+                   shown: Callable[[compare.Aligned], ComparedRow],
+                   texts: Callable[[int, int], tuple[str, str]]) -> tuple[list[ComparedRow], dict[str, int]]:
+    """The rows drawn (all, or only what differs) and how many of each status there are;
+    a changed pair carries the word diff of the ``texts`` of its left and right items."""
     counts = {status: sum(row.status == status for row in aligned) for status in ("same", "changed", "left", "right")}
     rows = []
     for row in aligned:
         if only_changes and row.status == "same":
             continue
-        shown = ComparedRow(row.status, _one_entry(left.view, row.left), _one_entry(right.view, row.right))
+        drawn = shown(row)
         if row.status == "changed" and row.left is not None and row.right is not None:
-            shown.changes = compare.word_diff(compare.turn_text(left_entries[row.left]),
-                                              compare.turn_text(right_entries[row.right]))
-        rows.append(shown)
-    cut = len(left.view.session.entries) > COMPARE_ENTRIES or len(right.view.session.entries) > COMPARE_ENTRIES
-    return Comparison(left.title, right.title, rows, counts, cut)
+            drawn.changes = compare.word_diff(*texts(row.left, row.right))
+        rows.append(drawn)
+    return rows, counts
 
 
 def _one_entry(view: html.SessionView, index: int | None) -> html.EntryView | None:

@@ -16,6 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from agentfolio.settings import Settings
 from agentfolio.store import Store
+from tests.otlp_support import settled_session
 from tests.storage import LiveServer
 
 SPANS = 40
@@ -87,7 +88,7 @@ def _otlp_batch() -> bytes:
     return request.SerializeToString()
 
 
-def test_an_otlp_batch_sent_to_two_servers_stores_each_span_once(two_servers: Any) -> None:
+def test_an_otlp_batch_sent_to_two_servers_stores_each_span_once(two_servers: Any, store: Store) -> None:
     urls, headers = two_servers
     batch = _otlp_batch()
 
@@ -99,6 +100,6 @@ def test_an_otlp_batch_sent_to_two_servers_stores_each_span_once(two_servers: An
     assert [answer.status_code for answer in answers] == [200] * 4
     listed = httpx.get(urls[0] + "/api/v1/agent_spans", params={"page_size": 1}, headers=headers, timeout=60)
     assert listed.json()["pagination"]["item_count"] == SPANS
-    document = httpx.get(urls[1] + "/api/v1/sessions/otel:trace:" + "07" * 16, headers=headers, timeout=60).json()
+    document = settled_session(urls[1], headers["Authorization"].split()[1], "otel:trace:" + "07" * 16, store)
     texts = [m["contents"][0]["text"] for e in document["data"]["conversationHistory"] for m in e["messages"]]
     assert texts == [f"q{i}" for i in range(SPANS)]

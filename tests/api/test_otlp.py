@@ -271,3 +271,22 @@ def test_a_store_that_cannot_write_answers_503_with_retry_after(client: Any, mon
     answer = _post(made, headers, request_with({}).SerializeToString())
     assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
     assert "cannot take spans" in _status(answer).message
+
+
+def test_a_conversation_backlog_at_its_limit_answers_503_until_it_is_taken_in(store: Store) -> None:
+    token, _ = store.accounts.create_token("otel")
+    headers = {"Authorization": f"Bearer {token}"}
+    with TestClient(_server(store, otlp_backlog=2)) as made:
+        worker = made.app.state.folio.conversation_worker()
+        worker.stop()  # the conversations fall behind
+        first = _post(made, headers, request_with({"span_id": b"\x01" * 8}, {"span_id": b"\x02" * 8}).SerializeToString())
+        assert first.status_code == 200
+        made.app.state.otlp_ingest.backlog_check_seconds = 0  # read the depth at every request
+        later = request_with({"span_id": b"\x03" * 8}).SerializeToString()
+        refused = _post(made, headers, later)
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+        assert "retry later" in _status(refused).message
+        assert _stored(made, headers) == 2  # nothing of the refused request
+        worker.drain()  # the conversations catch up: spans are taken again
+        assert _post(made, headers, later).status_code == 200
+        assert _stored(made, headers) == 3

@@ -30,7 +30,7 @@ from agentfolio.formats import convert, durable_state
 from agentfolio.formats.envelope import FORMAT as ENVELOPE
 from agentfolio.settings import Settings
 from agentfolio.store import Store
-from tests.otlp_support import Relay, get, messages_of, provider, serving, spans_of, wait_for_session
+from tests.otlp_support import Relay, get, messages_of, provider, serving, settled_session, spans_of
 
 
 @pytest.fixture
@@ -45,8 +45,11 @@ _GLOBAL.add_span_processor(SimpleSpanProcessor(_RELAY))  # one request per span,
 trace.set_tracer_provider(_GLOBAL)
 
 
-def _session(url: str, token: str, session_id: str, count: int) -> dict[str, Any]:
-    return wait_for_session(url, token, session_id, count)
+def _session(store: Store, url: str, token: str, session_id: str, count: int) -> dict[str, Any]:
+    """The session once its conversation is taken in, holding ``count`` messages."""
+    document = settled_session(url, token, session_id, store)
+    assert len(messages_of(document)) == count, messages_of(document)
+    return document
 
 
 def _check_session_document(document: dict[str, Any]) -> None:
@@ -63,7 +66,8 @@ def _one_trace(url: str, token: str) -> tuple[dict[str, Any], list[dict[str, Any
 
 
 @pytest.mark.parametrize("encoding", ["protobuf", "json"])
-def test_sdk_exporter_spans_become_one_trace_and_one_conversation(served: tuple[str, str], encoding: str) -> None:
+def test_sdk_exporter_spans_become_one_trace_and_one_conversation(served: tuple[str, str], store: Store,
+                                                                  encoding: str) -> None:
     url, token = served
     made = provider(url, token, service="joke-service", encoding=encoding)
     tracer = made.get_tracer("tests")
@@ -108,7 +112,7 @@ def test_sdk_exporter_spans_become_one_trace_and_one_conversation(served: tuple[
     agent = get(url, token, f"/api/v1/agent/{instance['agent_id']}")["details"]
     assert agent["name"] == "Joker"
 
-    document = _session(url, token, f"otel:trace:{trace_id}", 5)
+    document = _session(store, url, token, f"otel:trace:{trace_id}", 5)
     assert messages_of(document) == [("system", ["text"]), ("user", ["text"]), ("assistant", ["functionCall"]),
                                      ("tool", ["functionResult"]), ("assistant", ["reasoning", "text"])]
     usage = [entry["usage"] for entry in document["data"]["conversationHistory"] if "usage" in entry]
@@ -131,7 +135,7 @@ def test_sdk_exporter_spans_become_one_trace_and_one_conversation(served: tuple[
     made.shutdown()
 
 
-def test_agent_framework_run_lands_as_one_trace_and_session(served: tuple[str, str]) -> None:
+def test_agent_framework_run_lands_as_one_trace_and_session(served: tuple[str, str], store: Store) -> None:
     """Agent Framework's own telemetry, each span exported alone as it ends: the chat and
     tool spans reach the server before the agent span that names their agent."""
     from agent_framework import Agent, BaseChatClient, ChatResponse, Content, FunctionInvocationLayer, Message, tool
@@ -178,7 +182,7 @@ def test_agent_framework_run_lands_as_one_trace_and_session(served: tuple[str, s
     version = get(url, token, f"/api/v1/agent_schema_version/{instance['agent_schema_version_id']}")["details"]
     assert set(version["span_type_schemas"]) >= {"chat fake-model", "execute_tool get_weather"}
 
-    document = _session(url, token, spans[0]["session_id"], 5)
+    document = _session(store, url, token, spans[0]["session_id"], 5)
     assert messages_of(document) == [("system", ["text", "text"]), ("user", ["text"]),
                                      ("assistant", ["functionCall"]), ("tool", ["functionResult"]),
                                      ("assistant", ["text"])]
@@ -187,7 +191,7 @@ def test_agent_framework_run_lands_as_one_trace_and_session(served: tuple[str, s
     _check_session_document(document)
 
 
-def test_openinference_langchain_conversation(served: tuple[str, str]) -> None:
+def test_openinference_langchain_conversation(served: tuple[str, str], store: Store) -> None:
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
     from openinference.instrumentation.langchain import LangChainInstrumentor
@@ -212,7 +216,7 @@ def test_openinference_langchain_conversation(served: tuple[str, str]) -> None:
     _instance, spans = _one_trace(url, token)
     assert len(spans) == 3
     assert sorted(span["schema_name"] for span in spans).count("llm") == 2
-    document = _session(url, token, spans[0]["session_id"], 5)
+    document = _session(store, url, token, spans[0]["session_id"], 5)
     texts = [(m["role"], m["contents"][0]["text"]) for e in document["data"]["conversationHistory"]
              for m in e["messages"]]
     assert texts == [("system", "Answer briefly."), ("user", "Capital of France?"), ("assistant", "Paris."),
@@ -239,7 +243,7 @@ class _FakeOpenAI(BaseHTTPRequestHandler):
         pass
 
 
-def test_openai_instrumentation_against_a_fake_endpoint(served: tuple[str, str],
+def test_openai_instrumentation_against_a_fake_endpoint(served: tuple[str, str], store: Store,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
     monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
@@ -269,7 +273,7 @@ def test_openai_instrumentation_against_a_fake_endpoint(served: tuple[str, str],
 
     _instance, spans = _one_trace(url, token)
     assert sorted(span["schema_name"] for span in spans) == ["chat gpt-4o-mini", "chat gpt-4o-mini", "session"]
-    document = _session(url, token, spans[0]["session_id"], 5)
+    document = _session(store, url, token, spans[0]["session_id"], 5)
     texts = [(m["role"], m["contents"][0]["text"]) for e in document["data"]["conversationHistory"]
              for m in e["messages"]]
     assert texts == [("system", "Be short."), ("user", "question 1"), ("assistant", "answer 1"),

@@ -183,3 +183,35 @@ def test_sensitive_values_in_otel_spans_are_kept_encoded_and_answered_masked(ser
     for answer in answers:  # neither plain nor encoded (encoding is reversible: not for answers)
         assert "jane@example.com" not in json.dumps(answer) and '"encoded"' not in json.dumps(answer)
     assert '"masked": true' in json.dumps(session)
+
+
+def test_otel_spans_that_break_a_declared_schema_raise_the_alert_a_prefactor_span_does(
+        served: tuple[str, str]) -> None:
+    url, token = served
+    _run(url, token)
+    agent = get(url, token, "/api/v1/agent/show", external_identifier="Mailer")["details"]
+    # The user declares which models the agent may call (a schema over the span as stored).
+    allowed_models = {"type": "object", "properties": {"attributes": {"type": "object", "properties": {
+        "gen_ai.request.model": {"enum": ["gpt-4o-mini"]}}}}}
+    declared = _post(url, token, "/api/v1/agent_schema_version", {"details": {
+        "agent_id": agent["id"], "external_identifier": "allowed-models", "span_type_schemas": [
+            {"name": AGENT, "params_schema": {}}, {"name": TOOL, "params_schema": {}},
+            {"name": CHAT, "params_schema": allowed_models}]}})
+    assert get(url, token, "/api/v1/alerts", kind="schema_breaking_span")["summaries"] == []
+
+    otel = _instance(url, token, _run(url, token))
+    assert otel["agent_schema_version_id"] == declared["id"]
+    chat = next(span for span in spans_of(url, token, agent_instance_id=otel["id"]) if span["schema_name"] == CHAT)
+    assert chat["validation"]["status"] == "invalid"
+    assert [problem["pointer"] for problem in chat["validation"]["problems"]] == ["/attributes/gen_ai.request.model"]
+
+    run = _post(url, token, "/api/v1/agent_instance/register", {
+        "agent_id": agent["id"], "agent_version": {"name": "Mailer"}, "idempotency_key": "prefactor-run-2"})
+    prefactor = _post(url, token, "/api/v1/agent_spans", {"details": {
+        "agent_instance_id": run["id"], "schema_name": CHAT, "status": "active",
+        "payload": {"attributes": {"gen_ai.request.model": "gpt-4o"}}}})
+    alerts = {alert["agent_span_id"]: alert
+              for alert in get(url, token, "/api/v1/alerts", kind="schema_breaking_span")["summaries"]}
+    assert set(alerts) == {chat["id"], prefactor["id"]}
+    assert alerts[chat["id"]]["agent_instance_id"] == otel["id"]
+    assert alerts[chat["id"]]["message"] == alerts[prefactor["id"]]["message"]

@@ -1,5 +1,6 @@
-"""The OTLP ingest use case: admission bounds, conversations rebuilt when later spans
-arrive, and strings no database takes as they are (NUL) stored without failing."""
+"""The OTLP ingest use case: admission bounds, conversations extended or rebuilt when
+later spans arrive (taken in from the queue by :meth:`OtlpIngest.drain`), and strings no
+database takes as they are (NUL) stored without failing."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def body(*spans: dict[str, Any]) -> bytes:
     resource_spans.resource.attributes.add(key="service.name").value.string_value = "svc\x00name"
     scope = resource_spans.scope_spans.add()
     for fields in spans:
-        span = scope.spans.add(trace_id=b"\x01" * 16, span_id=fields["id"], parent_span_id=fields.get("parent", b""),
+        span = scope.spans.add(trace_id=fields.get("trace", b"\x01" * 16), span_id=fields["id"],
+                               parent_span_id=fields.get("parent", b""),
                                name=fields.get("name", "chat m"), start_time_unix_nano=fields["start"],
                                end_time_unix_nano=fields["start"] + 10)
         for key, value in fields.get("attributes", {}).items():
@@ -49,10 +51,11 @@ def test_admission_is_bounded(store: Store) -> None:
 def test_a_later_request_extends_the_conversation_and_nul_is_no_failure(store: Store) -> None:
     account = store.accounts.ensure("app")
     ingest = OtlpIngest(store)
-    first = ingest.export(account, body({"id": b"\x02" * 8, "start": NOW,
-                                         "attributes": chat(["hello\x00there"], "hi")}), encoding="protobuf")
+    first = exported(ingest, account, body({"id": b"\x02" * 8, "start": NOW,
+                                            "attributes": chat(["hello\x00there"], "hi")}))
     assert (first.accepted, first.duplicates, first.rejected) == (1, 0, 0)
-    assert ingest.wait_idle()
+    ingest.drain()
+    assert not ingest.pending(account)
     session_id = first.sessions[0]
     # The second call of the conversation arrives later, with its agent span first in the request.
     second = ingest.export(account, body(
@@ -61,7 +64,8 @@ def test_a_later_request_extends_the_conversation_and_nul_is_no_failure(store: S
         {"id": b"\x03" * 8, "start": NOW + 50, "attributes": chat(["hello\x00there", "hi", "more"], "done")}),
         encoding="protobuf")
     assert second.accepted == 2
-    assert ingest.wait_idle()
+    ingest.drain()
+    assert not ingest.pending(account)
     _, document = store.sessions.of(account).get_document(session_id)
     texts = [m["contents"][0]["text"] for e in document["data"]["conversationHistory"] for m in e["messages"]]
     assert texts == ["hello\x00there", "hi", "more", "done"], texts
@@ -91,59 +95,77 @@ def turn(index: int, *, start: int | None = None) -> bytes:
                  "attributes": chat([*history, f"q{index}"], f"a{index}")})
 
 
+def exported(ingest: OtlpIngest, account: Any, body: bytes) -> Any:
+    """Export, then take the queued conversation work in."""
+    result = ingest.export(account, body, encoding="protobuf")
+    ingest.drain()
+    assert not ingest.pending(account)
+    return result
+
+
 def test_each_request_appends_only_its_new_messages(store: Store) -> None:
     account = store.accounts.ensure("app")
     ingest = OtlpIngest(store)
-    session_id = ingest.export(account, turn(0), encoding="protobuf").sessions[0]
+    session_id = exported(ingest, account, turn(0)).sessions[0]
+    first = store.sessions.of(account).info(session_id)
+    for index in range(1, 6):
+        exported(ingest, account, turn(index))
+        # One append per round: the version moves by one and the entries already stored stay.
+        assert store.sessions.of(account).info(session_id).version == first.version + index
+    assert texts_of(store, account, session_id) == [text for i in range(6) for text in (f"q{i}", f"a{i}")]
+
+
+def test_a_burst_of_one_conversation_is_one_append(store: Store) -> None:
+    account = store.accounts.ensure("app")
+    ingest = OtlpIngest(store)
+    session_id = exported(ingest, account, turn(0)).sessions[0]
     first = store.sessions.of(account).info(session_id)
     for index in range(1, 6):
         ingest.export(account, turn(index), encoding="protobuf")
-        # One append per request: the version moves by one and the entries already stored stay.
-        assert store.sessions.of(account).info(session_id).version == first.version + index
+    assert ingest.pending(account) == 1
+    ingest.drain()
+    assert store.sessions.of(account).info(session_id).version == first.version + 1
     assert texts_of(store, account, session_id) == [text for i in range(6) for text in (f"q{i}", f"a{i}")]
 
 
 def test_a_span_arriving_late_is_put_in_its_place(store: Store) -> None:
     account = store.accounts.ensure("app")
     ingest = OtlpIngest(store)
-    session_id = ingest.export(account, turn(0), encoding="protobuf").sessions[0]
-    ingest.export(account, turn(2), encoding="protobuf")
-    ingest.export(account, turn(1), encoding="protobuf")  # started before turn 2
-    ingest.export(account, turn(3), encoding="protobuf")
+    session_id = exported(ingest, account, turn(0)).sessions[0]
+    exported(ingest, account, turn(2))
+    exported(ingest, account, turn(1))  # started before turn 2
+    exported(ingest, account, turn(3))
     assert texts_of(store, account, session_id) == [text for i in range(4) for text in (f"q{i}", f"a{i}")]
 
 
-def test_spans_stored_without_their_conversation_are_taken_in_later(store: Store) -> None:
-    """Spans whose conversation was not written (a server stopped between the two) are
-    taken in by the next request of that session, or by the exporter's retry."""
-    from agentfolio.otel.decode import decode_request
-    from agentfolio.otel.mapping import map_spans
+def test_spans_whose_conversation_was_lost_are_taken_in_later(store: Store) -> None:
+    """Spans stored while their queued work was lost (set aside after failing, or stored
+    before the queue existed) are taken in by the next round of that session: the span
+    count does not add up, so the session is built again from all of its spans."""
+    from agentfolio.store.registry_tables import otel_work, otel_work_spans
 
     account = store.accounts.ensure("app")
     ingest = OtlpIngest(store)
-    session_id = ingest.export(account, turn(0), encoding="protobuf").sessions[0]
-    ingest.spans.write(account, map_spans(decode_request(turn(1), "protobuf").spans))  # no conversation
-    ingest.export(account, turn(2), encoding="protobuf")
+    session_id = exported(ingest, account, turn(0)).sessions[0]
+    ingest.export(account, turn(1), encoding="protobuf")
+    with store.engine.begin() as connection:  # the work of turn 1 is lost
+        connection.execute(otel_work_spans.delete())
+        connection.execute(otel_work.delete())
+    exported(ingest, account, turn(2))
     assert texts_of(store, account, session_id) == [text for i in range(3) for text in (f"q{i}", f"a{i}")]
-    # Each model call its own request and response, the one stored alone too.
+    # Each model call its own request and response, the one whose work was lost too.
     assert entries_of(store, account, session_id) == [
         entry for i in range(3) for entry in (f"request:q{i}", f"response:a{i}")]
-
-    lost = store.accounts.ensure("lost")
-    ingest.spans.write(lost, map_spans(decode_request(turn(0), "protobuf").spans))
-    retried = ingest.export(lost, turn(0), encoding="protobuf")
-    assert (retried.accepted, retried.duplicates) == (0, 1)
-    assert texts_of(store, lost, session_id) == ["q0", "a0"]
 
 
 def test_two_servers_extend_one_conversation(store: Store) -> None:
     account = store.accounts.ensure("app")
     servers = [OtlpIngest(store), OtlpIngest(Store.open(store.settings))]
     try:
-        session_id = servers[0].export(account, turn(0), encoding="protobuf").sessions[0]
+        session_id = exported(servers[0], account, turn(0)).sessions[0]
         for index in range(1, 6):
-            servers[index % 2].export(account, turn(index), encoding="protobuf")
-            servers[(index + 1) % 2].export(account, turn(index), encoding="protobuf")  # the same batch again
+            exported(servers[index % 2], account, turn(index))
+            exported(servers[(index + 1) % 2], account, turn(index))  # the same batch again
         assert texts_of(store, account, session_id) == [text for i in range(6) for text in (f"q{i}", f"a{i}")]
     finally:
         servers[1].store.close()

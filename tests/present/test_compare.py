@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentfolio.formats import durable_state
-from agentfolio.present.compare import align_turns, word_diff
+from agentfolio.present.compare import align_spans, align_turns, span_text, word_diff
 
 
 def entries(texts: list[str]) -> tuple:
@@ -43,3 +45,50 @@ def test_a_word_diff_keeps_every_word_of_both_sides() -> None:
     assert "".join(c.text for c in changes if c.op != "added") == "the quick brown fox"
     assert "".join(c.text for c in changes if c.op != "removed") == "the slow brown dog"
     assert [c.text for c in changes if c.op == "removed"] == ["quick", "fox"]
+
+
+@dataclass
+class Span:
+    depth: int
+    schema_name: str
+    title: str
+    status: str = "complete"
+    payload: object = None
+    result_payload: object = None
+    summary: str | None = None
+
+
+SPAN_KINDS = st.builds(Span, depth=st.integers(0, 2), schema_name=st.sampled_from(["llm", "tool"]),
+                       title=st.sampled_from(["plan", "search", "answer"]),
+                       status=st.sampled_from(["complete", "failed"]), result_payload=st.sampled_from([None, 1, "x"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(SPAN_KINDS, max_size=12), st.lists(SPAN_KINDS, max_size=12))
+def test_every_span_of_both_traces_appears_once_in_order(left: list[Span], right: list[Span]) -> None:
+    rows = align_spans(left, right)
+    assert [row.left for row in rows if row.left is not None] == list(range(len(left)))
+    assert [row.right for row in rows if row.right is not None] == list(range(len(right)))
+    for row in rows:
+        if row.status == "same":
+            assert left[row.left] == right[row.right]
+        if row.status == "changed":  # paired spans sit at the same depth and are of the same type
+            assert (left[row.left].depth, left[row.left].schema_name) == (right[row.right].depth,
+                                                                           right[row.right].schema_name)
+
+
+def test_a_span_with_the_same_title_but_another_result_is_changed() -> None:
+    left = [Span(0, "llm", "plan"), Span(1, "tool", "search", result_payload={"hits": 3}), Span(1, "tool", "x")]
+    right = [Span(0, "llm", "plan"), Span(1, "tool", "search", result_payload={"hits": 4})]
+    rows = align_spans(left, right)
+    assert [(row.left, row.right, row.status) for row in rows] == [(0, 0, "same"), (1, 1, "changed"),
+                                                                    (2, None, "left")]
+    assert "hits" in span_text(left[1]) and "4" in span_text(right[1])
+
+
+def test_spans_are_known_by_their_rendered_summary_before_their_types_title() -> None:
+    left = [Span(0, "tool", "Tool call", summary="get_weather(Paris)"),
+            Span(0, "tool", "Tool call", summary="search_trains(Lyon)")]
+    right = [Span(0, "tool", "Tool call", summary="search_trains(Lyon)")]
+    assert [(row.left, row.right, row.status) for row in align_spans(left, right)] == [(0, None, "left"),
+                                                                                       (1, 0, "same")]

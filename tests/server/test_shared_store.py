@@ -35,6 +35,7 @@ import sqlalchemy as sa
 
 from agentfolio.settings import Settings
 from agentfolio.store import Store
+from tests.otlp_support import settle
 from tests.storage import LiveServer, free_port
 
 SERVERS = 3
@@ -297,6 +298,7 @@ def the_same_batches_everywhere_at_once(cluster: Cluster, instance: str) -> None
     spans = stored_otlp_spans(cluster.store)
     assert {name: spans[name] for name in spans if "everywhere" in name} == \
         {f"chat everywhere {n}": 1 for n in range(10)}
+    settle(cluster.store, cluster.store.accounts.authenticate(cluster.token))  # conversations follow the spans
     with cluster.client(1) as http:
         session = http.get("/api/v1/sessions/otel:everywhere")
     assert session.status_code == 200, session.text
@@ -394,6 +396,9 @@ def a_server_killed_mid_load(cluster: Cluster, instance: str) -> dict[int, list[
             for n in range(5):
                 assert markers[f"load-{number}-{round_}-{n}"] == 1, f"load-{number}-{round_}-{n}"
     spans = stored_otlp_spans(cluster.store)
+    # The conversations follow the spans, from the queue in the database: the work the
+    # killed server held comes back when its lease ends, and a live server does it.
+    settle(cluster.store, cluster.store.accounts.authenticate(cluster.token))
     for number in range(clients):
         names = [f"chat load-{number} {n}" for n in range(rounds * 2)]
         assert [spans[name] for name in names] == [1] * len(names), number

@@ -70,6 +70,11 @@ def test_a_unit_finds_nothing_of_another_account(two, store: Store) -> None:
         if found not in (None, False):
             leaks[what] = found
     assert leaks == {}
+    alice_alerts = in_unit(store, alice, lambda unit: [row.id for row in unit.alerts.page(
+        EVERYTHING, acknowledged=None)[0]])
+    assert alice_alerts
+    assert [in_unit(store, bob, lambda unit, alert=alert: unit.alerts.get(alert)) for alert in alice_alerts] \
+        == [None] * len(alice_alerts)
     # Bob's own lists hold only his: one profile of the same name, his two alerts.
     mine = in_unit(store, bob, lambda unit: (unit.risk_profiles.page(EVERYTHING)[0],
                                              unit.risk_profiles.by_name("same name"),

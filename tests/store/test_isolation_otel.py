@@ -22,9 +22,12 @@ from agentfolio.otel.decode import OtelSpan
 from agentfolio.otel.mapping import map_spans
 from agentfolio.store import Store
 from agentfolio.store.engine import read_transaction, write_transaction
+from agentfolio.store.otel_queue import QueueRows
 from agentfolio.store.otel_spans import ConversationRecord, OtelRows, OtelSpans
 from agentfolio.store.registry_tables import (
     otel_conversations,
+    otel_work,
+    otel_work_spans,
     registry_agent_versions,
     registry_agents,
     registry_deployments,
@@ -137,6 +140,9 @@ READS: list[tuple[str, Callable[[OtelRows, Holdings], Any]]] = [
     ("session_spans", lambda r, a: r.session_spans(a.conversation, 100)),
     ("session_span_counts", lambda r, a: r.session_span_counts([a.conversation])),
     ("conversations", lambda r, a: r.conversations([a.conversation])),
+    ("queue_waiting", lambda r, a: QueueRows(r.conn, r.scope).waiting([a.conversation], 100)),
+    ("queue_counts", lambda r, a: QueueRows(r.conn, r.scope).counts([a.conversation])),
+    ("queue_waiting_ids", lambda r, a: QueueRows(r.conn, r.scope).waiting_ids(a.conversation)),
 ]
 
 
@@ -158,7 +164,8 @@ def _snapshot(store: Store, pk: int) -> dict[str, list[Any]]:
         return {table.name: sorted(tuple(row) for row in connection.execute(
                     sa.select(table).where(table.c.account_pk == pk)))
                 for table in (registry_agents, registry_agent_versions, registry_schema_versions,
-                              registry_deployments, registry_instances, registry_spans, otel_conversations)}
+                              registry_deployments, registry_instances, registry_spans, otel_conversations,
+                              otel_work, otel_work_spans)}
 
 
 def test_a_unit_changes_nothing_of_another_account(two: tuple[Holdings, Holdings], store: Store) -> None:
@@ -173,6 +180,7 @@ def test_a_unit_changes_nothing_of_another_account(two: tuple[Holdings, Holdings
         rows.move_spans(alice.spans, agent_id=bob.agent, instance_id=bob.instance)
         rows.update_span(alice.spans[0], status="failed")
         rows.keep_conversations({alice.conversation: ConversationRecord(b"bob", 7, 7)})
+        QueueRows(rows.conn, rows.scope).enqueue({alice.conversation: [(alice.spans[0], True)]})
         rows.delete_instance_if_empty(alice.instance)
 
     _in_unit(store, bob, vandalise)
@@ -211,6 +219,8 @@ def test_the_same_trace_in_two_accounts_is_two_traces(two: tuple[Holdings, Holdi
     assert writer.write(bob_account, map_spans([parent])).inserted == 1
     assert _snapshot(store, alice.account_pk) == before
     assert set(alice.spans).isdisjoint(bob.spans)
-    payloads, agent = writer.session_spans(store.accounts.ensure("alice"), alice.conversation)
+    with writer.reading(store.accounts.ensure("alice")) as reads:
+        payloads, agent = reads.session_spans(alice.conversation)
     assert len(payloads) == 1 and agent == "Planner"
-    assert writer.session_spans(bob_account, alice.conversation) == ([], None)
+    with writer.reading(bob_account) as reads:
+        assert reads.session_spans(alice.conversation) == ([], None)

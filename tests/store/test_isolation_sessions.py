@@ -125,6 +125,38 @@ def test_counts_count_only_their_own_account(two, what: str, filters: dict[str, 
     assert bob.count(agent_contains="a") == 0 and alice.count(agent_contains="a") == 2
 
 
+def test_agents_and_activity_are_only_ones_own(two, store: Store) -> None:
+    alice, bob = two
+    assert alice.agents() == [("A", 2)] and bob.agents() == [("B", 1)]
+    alice.append("same", entry("alice answered"), expected_version=None)
+    bob.append("same", entry("bob answered"), expected_version=None)
+    assert len(bob.activity()) == len(bob.activity(agent="B")) == 1
+    assert len(alice.activity()) == 1 and alice.activity(agent="B") == []
+    # Bob's read recounts only his own sessions' kept counts, never alice's (her "same" is
+    # at the same version as his: counted by his rules, it would take his counts).
+    alice_pk = store.accounts.require("alice").pk
+    with store.engine.begin() as connection:
+        connection.execute(sa.update(sessions_table).where(sessions_table.c.account_pk == alice_pk)
+                           .values(facts_version=None))
+    bob.activity()
+    with store.engine.connect() as connection:
+        assert set(connection.execute(sa.select(sessions_table.c.facts_version)
+                                      .where(sessions_table.c.account_pk == alice_pk)).scalars()) == {None}
+
+
+def test_a_search_over_the_newest_sessions_counts_ones_own(two, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When a word is too common to list its sessions, a search walks the account's newest
+    ones: alice writing later must not push bob's out of his own walk."""
+    from agentfolio.store import search, sessions
+
+    alice, bob = two
+    monkeypatch.setattr(search, "CANDIDATES", 0)
+    monkeypatch.setattr(sessions, "WALK_SESSIONS", 1)
+    monkeypatch.setattr(sessions, "FALLBACK_SESSIONS", 1)
+    alice.append("alice-only", entry("the newest write of all, needle"), expected_version=None)
+    assert {info.id for info in bob.list(text="needle")} == {"same"}
+
+
 def test_match_snippets_come_only_from_ones_own_sessions(two) -> None:
     alice, bob = two
     assert bob.match_snippets(["alice-only", "same"], "haystack") == {}

@@ -91,3 +91,44 @@ def chromium() -> Iterator[object]:
             yield browser
         finally:
             browser.close()
+
+
+def write_gallery(folder: Path = SCREENSHOTS) -> Path | None:
+    """``index.html`` beside the screenshots: every picture under its name, grouped by page
+    kind (the name's first word), each with links to the one before and after, so a reviewer
+    can page through what the browser tests saw.  Returns its path, or None without pictures."""
+    import html
+    from datetime import UTC, datetime
+
+    pictures = sorted(folder.glob("*.png")) if folder.is_dir() else []
+    if not pictures:
+        return None
+    groups: dict[str, list[Path]] = {}
+    for picture in pictures:
+        groups.setdefault(picture.stem.split("-", 1)[0], []).append(picture)
+    contents = " · ".join(f'<a href="#group-{html.escape(group)}">{html.escape(group)} ({len(items)})</a>'
+                          for group, items in groups.items())
+    figures = []
+    for group, items in groups.items():
+        figures.append(f'<h2 id="group-{html.escape(group)}">{html.escape(group)}</h2>')
+        for picture in items:
+            at = pictures.index(picture)
+            before = f'<a href="#{html.escape(pictures[at - 1].stem)}">← {html.escape(pictures[at - 1].stem)}</a>' \
+                if at else ""
+            after = f'<a href="#{html.escape(pictures[at + 1].stem)}">{html.escape(pictures[at + 1].stem)} →</a>' \
+                if at + 1 < len(pictures) else ""
+            taken = datetime.fromtimestamp(picture.stat().st_mtime, UTC).strftime("%Y-%m-%d %H:%M UTC")
+            name = html.escape(picture.stem)
+            figures.append(f'<figure id="{name}"><figcaption><b>{name}</b> <small>taken {taken}</small> '
+                           f'<nav>{before} <a href="#top">↑ contents</a> {after}</nav></figcaption>'
+                           f'<a href="{html.escape(picture.name)}"><img src="{html.escape(picture.name)}" alt="{name}"'
+                           f' loading="lazy"></a></figure>')
+    index = folder / "index.html"
+    index.write_text(
+        '<!doctype html><html lang="en"><meta charset="utf-8"><title>agentfolio viewer: screenshots</title>'
+        "<style>body{font:15px system-ui,sans-serif;margin:1em 2em}figure{margin:1.5em 0;border-top:1px solid #ccc}"
+        "figcaption{display:flex;gap:1em;align-items:baseline;padding:0.4em 0}nav{margin-left:auto}"
+        "img{max-width:100%;border:1px solid #ddd}</style>"
+        f'<h1 id="top">What the browser tests saw: {len(pictures)} screenshots</h1><p>{contents}</p>'
+        + "".join(figures) + "</html>\n", encoding="utf-8")
+    return index

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.storage import database_url, postgres_url, settings  # noqa: F401
-from tests.web.browser import SCREENSHOTS, chromium, chromium_problem, running_server
+from tests.web.browser import SCREENSHOTS, chromium, chromium_problem, running_server, write_gallery
 
 
 def _unavailable(reason: str) -> None:
@@ -69,12 +70,35 @@ class Console:
         return path
 
 
-@pytest.fixture
-def page(browser: Any, server: str) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=server)
+DESKTOP = {"viewport": {"width": 1400, "height": 900}}
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 2}
+
+
+@contextmanager
+def console_page(browser: Any, **options: Any) -> Iterator[Any]:
+    """A page in a context of its own (``options`` as ``browser.new_context`` takes them),
+    its console watched (``page.console``); the context is closed afterwards."""
+    context = browser.new_context(**options)
     opened = context.new_page()
     opened.console = Console(opened)
     try:
         yield opened
     finally:
         context.close()
+
+
+@pytest.fixture
+def page(browser: Any, server: str) -> Iterator[Any]:
+    with console_page(browser, base_url=server, **DESKTOP) as opened:
+        yield opened
+
+
+@pytest.fixture
+def phone(browser: Any, server: str) -> Iterator[Any]:
+    with console_page(browser, base_url=server, **PHONE) as opened:
+        yield opened
+
+
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+    """Page through the screenshots afterwards: ``test-output/screenshots/index.html``."""
+    write_gallery()

@@ -72,3 +72,38 @@ def test_a_side_that_is_neither_a_session_nor_a_trace_is_refused(page: Any) -> N
     visit(page, "/compare?a=weather-12&b=no-such-session")
     assert "right: no session or open file 'no-such-session'" in page.locator(".error-text").inner_text()
     page.console.assert_clean()
+
+
+def test_two_traces_are_aligned_span_by_span(page: Any) -> None:
+    before = samples.span_export()
+    after = copy.deepcopy(before)
+    spans = {span["id"]: span for span in after["spans"]}
+    spans["s2"]["result_payload"] = {"forecast": "sun"}  # the same call, another answer
+    after["spans"].remove(spans["s3"])  # a failed call left out
+    after["spans"].append({**copy.deepcopy(spans["s2"]), "id": "s6", "parent_span_id": "s4",
+                           "payload": {"tool": "book_table", "args": {"city": "Paris"}}})
+    first = open_file(page, "trace-before.json", before, via="/traces").rsplit("/", 1)[1]
+    second = open_file(page, "trace-after.json", after, via="/traces").rsplit("/", 1)[1]
+    visit(page, "/compare")
+    pick(page, "a", "trace-before.json")
+    pick(page, "b", "trace-after.json")
+    with page.expect_navigation():
+        page.click(".compare-form button[type=submit]")
+    page.wait_for_load_state("networkidle")
+    assert f"a=file%3A{first}" in page.url and f"b=file%3A{second}" in page.url
+    rows = page.locator(".compare-grid .cmp-row[data-status]")
+    statuses = rows.evaluate_all("(all) => all.map((row) => row.dataset.status)")
+    assert statuses.count("left") == 1 and statuses.count("right") == 1 and statuses.count("changed") == 1
+    assert statuses.count("same") == 3  # s1, s4 and s5 as they were
+    changed = rows.filter(has=page.locator(".cmp-diff"))
+    assert "rain" in changed.locator("del").inner_text()
+    assert "sun" in changed.locator("ins").inner_text()
+    left_only = page.locator('.cmp-row[data-status="left"] .cmp-side').first
+    assert left_only.locator(".badge.status-failed").count() == 1
+    right_only = page.locator('.cmp-row[data-status="right"] .cmp-side').nth(1)
+    assert right_only.locator(".cmp-span").get_attribute("data-span") == "s6"
+    assert right_only.locator(".cmp-span").evaluate("el => el.classList.contains('depth-1')")  # under s4
+    summary = page.locator(".compare-summary").inner_text()
+    assert "3 same" in summary and "1 changed" in summary
+    page.console.screenshot("compare-traces-aligned")
+    page.console.assert_clean()

@@ -29,16 +29,11 @@ STATE = {"schemaVersion": "1.1.0", "data": {"conversationHistory": [
 
 @pytest.fixture
 def clip(browser: Any, server: str) -> Iterator[Any]:
-    from tests.web.conftest import Console
+    from tests.web.conftest import DESKTOP, console_page
 
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=server)
-    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
-    opened = context.new_page()
-    opened.console = Console(opened)
-    try:
+    with console_page(browser, base_url=server, **DESKTOP) as opened:
+        opened.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
         yield opened
-    finally:
-        context.close()
 
 
 def clipboard(page: Any) -> str:
@@ -76,7 +71,7 @@ def test_copy_a_single_value_and_an_id(clip: Any) -> None:
     tree.locator(".jt-leaf", has=clip.locator(".jt-index", has_text="1")).locator("button.copy-value").click()
     assert clipboard(clip) == "2.5"
     call = clip.locator('[data-kind="tool_call_request"]')
-    call.locator("summary button.copy").first.click()
+    call.locator(".call-id-line button.copy").first.click()
     assert clipboard(clip) == "call-1"
     assert call.evaluate("el => el.open") is True  # the copy did not fold the call
     clip.console.assert_clean()

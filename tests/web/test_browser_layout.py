@@ -28,29 +28,10 @@ OVERFLOW = "() => document.documentElement.scrollWidth - window.innerWidth"
 
 @pytest.fixture
 def dark(browser: Any, server: str) -> Iterator[Any]:
-    from tests.web.conftest import Console
+    from tests.web.conftest import DESKTOP, console_page
 
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=server, color_scheme="dark")
-    opened = context.new_page()
-    opened.console = Console(opened)
-    try:
+    with console_page(browser, base_url=server, color_scheme="dark", **DESKTOP) as opened:
         yield opened
-    finally:
-        context.close()
-
-
-@pytest.fixture
-def phone(browser: Any, server: str) -> Iterator[Any]:
-    from tests.web.conftest import Console
-
-    context = browser.new_context(viewport={"width": 390, "height": 844}, base_url=server, is_mobile=True,
-                                  has_touch=True, device_scale_factor=2)
-    opened = context.new_page()
-    opened.console = Console(opened)
-    try:
-        yield opened
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("path", ["/sessions/showcase", "/sessions", "/open", "/traces", "/agents"])

@@ -7,30 +7,13 @@ Screenshots: ``test-output/screenshots/looks-*.png``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from agentfolio.samples import showcase as samples
 from tests.web.test_browser import open_file, visit, wait_until
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-
-@pytest.fixture
-def phone(browser: Any, server: str) -> Iterator[Any]:
-    from tests.web.conftest import Console
-
-    context = browser.new_context(viewport={"width": 390, "height": 844}, base_url=server, is_mobile=True,
-                                  has_touch=True)
-    opened = context.new_page()
-    opened.console = Console(opened)
-    try:
-        yield opened
-    finally:
-        context.close()
 
 
 def test_the_phone_menu_folds_away_and_unfolds(phone: Any) -> None:

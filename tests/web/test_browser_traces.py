@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from agentfolio.samples import showcase as samples
+from tests.web.accessibility import assert_accessible
 from tests.web.browser import running_server
 from tests.web.test_browser import open_file, wait_until
 from tests.web.xss import xss_span_export
@@ -31,15 +32,10 @@ def trace_server() -> Iterator[str]:
 
 @pytest.fixture
 def tpage(browser: Any, trace_server: str) -> Iterator[Any]:
-    from tests.web.conftest import Console
+    from tests.web.conftest import console_page
 
-    context = browser.new_context(viewport={"width": 1500, "height": 950}, base_url=trace_server)
-    opened = context.new_page()
-    opened.console = Console(opened)
-    try:
+    with console_page(browser, viewport={"width": 1500, "height": 950}, base_url=trace_server) as opened:
         yield opened
-    finally:
-        context.close()
 
 
 def ready(page: Any, path: str) -> None:
@@ -305,6 +301,7 @@ def test_llm_spans_messages_are_drawn_as_a_conversation(tpage: Any) -> None:
     assert detail.locator(".span-messages [data-kind=tool_call], .span-messages .tool-call, "
                           ".span-messages details").count() >= 1
     assert "tokens" in detail.locator(".span-messages").inner_text().lower()
+    assert_accessible(page)  # the split pane with a conversation in its detail
     genai = next(href for label, href in links.items() if re.fullmatch(r"[0-9a-f]{32}", label) and "5555" not in label)
     ready(page, genai)
     chat = page.locator(".span-row[data-id]", has=page.locator(".span-name", has_text="chat")).nth(1)
@@ -320,6 +317,7 @@ def test_llm_spans_messages_are_drawn_as_a_conversation(tpage: Any) -> None:
     wait_detail(page, tool.get_attribute("data-id"))
     assert "upstream timeout" in detail.inner_text()
     assert "cache.miss" in detail.locator(".span-events").inner_text()
+    assert_accessible(page)  # an OpenTelemetry span: attributes, events, a failed status
     page.console.screenshot("trace-genai-chat")
     page.console.assert_clean()
 

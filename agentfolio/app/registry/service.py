@@ -87,6 +87,7 @@ from agentfolio.app.registry.outputs import (
 from agentfolio.app.registry.work import Principal, Work, now_us
 from agentfolio.registry.errors import RegistryError
 from agentfolio.registry.risk import DEFAULT_RISK_PROFILE, RiskProfile
+from agentfolio.registry.spans import SpanValidation
 from agentfolio.store import Store
 from agentfolio.store.accounts import Account
 from agentfolio.store.registry import AccountRecord, RegistryUnit
@@ -223,16 +224,21 @@ class RegistryService:
 
         return self._write_unit(principal, make)
 
-    def schema_versions_created(self, principal: Principal, versions: Sequence[tuple[str, str]]) -> None:
-        """Raise the alerts schema versions made outside this service call for (the OTLP
-        receiver's, declaring span types as it sees them), as for one created here."""
-        if not versions:
+    def stored_elsewhere(self, principal: Principal, versions: Sequence[tuple[str, str]],
+                         invalid: Sequence[tuple[Mapping[str, Any], SpanValidation]] = ()) -> None:
+        """Raise the alerts that schema versions and spans stored outside this service (by
+        the OTLP receiver, declaring span types as it sees them) call for, as for ones
+        created here. ``versions``: (agent id, version id); ``invalid``: (span row, its
+        validation) of spans found invalid."""
+        if not versions and not invalid:
             return
 
         def alert(unit: RegistryUnit) -> None:
             work = self._work(unit, principal)
             for agent_id, version_id in versions:
                 agents.version_alerts(work, agent_id, version_id)
+            for span, validation in invalid:
+                governance.span_alerts(work, dict(span), validation, new_span=False)
 
         self._write_unit(principal, alert)
 
