@@ -155,6 +155,7 @@ READS: list[tuple[str, Callable[[RegistryUnit, Holdings], Any]]] = [
     ("instances.status_counts", lambda u, a: u.instances.status_counts(a.agent)),
     ("spans.get", lambda u, a: u.spans.get(a.span)),
     ("spans.exists", lambda u, a: u.spans.exists(a.span)),
+    ("spans.preload", lambda u, a: (u.spans.preload([a.span]), u.spans.loaded.get(a.span))[1]),
     ("spans.instance_of", lambda u, a: u.spans.instance_of(a.span)),
     ("spans.status_counts", lambda u, a: u.spans.status_counts(a.instance)),
     ("spans.schema_name_counts", lambda u, a: u.spans.schema_name_counts(a.instance)),
