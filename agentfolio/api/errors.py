@@ -250,6 +250,18 @@ _DESCRIPTIONS = {400: "Bad request", 401: "Not authenticated", 403: "Not permitt
                  428: "If-Match required", 507: "Storage full"}
 
 
+def _not_null(schema: dict[str, Any] | None) -> None:
+    """A parameter that may be left out is absent, never ``null``: an optional header or
+    query value is documented as its one non-null type (a client sends no "null")."""
+    branches = schema.get("anyOf") if schema else None
+    if not schema or not branches:
+        return
+    kept = [branch for branch in branches if branch.get("type") != "null"]
+    if len(kept) == 1 and len(kept) < len(branches):
+        del schema["anyOf"]
+        schema.update({key: value for key, value in kept[0].items() if key not in schema})
+
+
 def install_openapi(app: FastAPI) -> None:
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:
@@ -268,6 +280,8 @@ def install_openapi(app: FastAPI) -> None:
             for method, operation in path.items():
                 if not isinstance(operation, dict) or "responses" not in operation:
                     continue
+                for parameter in operation.get("parameters", []):
+                    _not_null(parameter.get("schema"))
                 responses = operation["responses"]
                 if responses.get("422", {}).get("description") == "Validation Error":  # FastAPI's, not ours
                     responses.pop("422")

@@ -43,8 +43,9 @@ RenderEnvelope = create_model("RenderEnvelope", status=(SuccessStatus, ...), det
                         **error_responses(400, 401, 413)})
 async def render(
     request: Request,
-    to: str | None = Query(None, max_length=50, description="Convert to this format: " + ", ".join(registry.FORMATS)),
-    source_format: str | None = Query(None, alias="from", max_length=50,
+    to: str | None = Query(None, max_length=50, description="Convert to this format: " + ", ".join(registry.FORMATS),
+                           json_schema_extra={"enum": registry.names()}),
+    source_format: str | None = Query(None, alias="from", max_length=50, json_schema_extra={"enum": registry.names()},
                                       description="Skip detection: read as this format."),
     strict: bool = Query(False, description="Refuse a document that breaks its schema instead of reporting it."),
     account: Account = Depends(current_account),

@@ -89,7 +89,8 @@ DOCUMENT_SCHEMA = {
     "description": "Durable agent state (schemaVersion 1.x or 2.0).",
     "required": ["schemaVersion", "data"],
     "properties": {
-        "schemaVersion": {"type": "string", "pattern": r"^\d+\.\d+\.\d+$", "example": "1.2.0"},
+        # The majors this release reads (an unknown major is refused, not guessed at).
+        "schemaVersion": {"type": "string", "pattern": r"^(1\.[0-9]{1,6}|2\.0)\.[0-9]{1,6}$", "example": "1.2.0"},
         "data": {"type": "object", "properties": {"conversationHistory": {"type": "array",
                                                                            "items": {"type": "object"}}}},
     },
@@ -136,6 +137,12 @@ def parse_if_match(value: str | None, *, required: bool) -> int | None:
     if match is None:
         raise ApiError(400, "invalid_value", f'If-Match {value!r} is not a session version such as "3"')
     return int(match.group(1))
+
+
+#: What the server takes, for the OpenAPI document (the parsers above and below decide).
+IF_MATCH_SCHEMA = {"pattern": r'^\s*(\*|(W/)?"?[0-9]{1,18}"?)\s*$'}
+TIME_SCHEMA = {"pattern": r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"
+                          r"(T([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,6})?)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?$"}
 
 
 def _parse_time(value: str | None, name: str) -> float | None:
@@ -189,8 +196,10 @@ async def create_session(
 async def list_sessions(
     request: Request,
     agent: str | None = Query(None, max_length=200, description="Only this agent's sessions."),
-    since: str | None = Query(None, max_length=64, description="Only sessions active at or after this time."),
-    until: str | None = Query(None, max_length=64, description="Only sessions active at or before this time."),
+    since: str | None = Query(None, max_length=64, description="Only sessions active at or after this time.",
+                              json_schema_extra=TIME_SCHEMA),
+    until: str | None = Query(None, max_length=64, description="Only sessions active at or before this time.",
+                              json_schema_extra=TIME_SCHEMA),
     q: str | None = Query(None, min_length=1, max_length=500, description="Text in any message (any case)."),
     limit: int = Query(50, ge=1, le=500),
     offset: int = Query(0, ge=0, le=10_000_000),
@@ -213,7 +222,7 @@ DocumentFormat = Enum(  # type: ignore[misc]
 
 @router.get("/{session_id}", summary="Get a session's document (durable state by default)",
             responses={200: {"description": "The document itself (not wrapped); ETag is the version",
-                             "content": {"application/json": {"schema": {"type": "object"}}},
+                             "content": {"application/json": {"schema": {"type": ["object", "array"]}}},
                              "headers": {"ETag": {"schema": {"type": "string"}}}},
                        **error_responses(400, 401, 404)})
 async def get_session(
@@ -238,7 +247,7 @@ async def get_session(
 async def append_entry(
     request: Request,
     session_id: str = SessionId,
-    if_match: str | None = Header(None, alias="If-Match", max_length=100,
+    if_match: str | None = Header(None, alias="If-Match", max_length=100, json_schema_extra=IF_MATCH_SCHEMA,
                                   description='The version the client read, as its ETag ("3"), or *.'),
     strict: bool = Strict,
     account: Account = Depends(current_account),
@@ -269,7 +278,7 @@ async def append_entry(
 async def reset_session(
     request: Request,
     session_id: str = SessionId,
-    if_match: str | None = Header(None, alias="If-Match", max_length=100),
+    if_match: str | None = Header(None, alias="If-Match", max_length=100, json_schema_extra=IF_MATCH_SCHEMA),
     account: Account = Depends(current_account),
 ) -> Response:
     expected = parse_if_match(if_match, required=False)
@@ -283,7 +292,7 @@ async def reset_session(
 async def delete_session(
     request: Request,
     session_id: str = SessionId,
-    if_match: str | None = Header(None, alias="If-Match", max_length=100),
+    if_match: str | None = Header(None, alias="If-Match", max_length=100, json_schema_extra=IF_MATCH_SCHEMA),
     account: Account = Depends(current_account),
 ) -> Response:
     expected = parse_if_match(if_match, required=False)

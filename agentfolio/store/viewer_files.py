@@ -105,7 +105,8 @@ class ViewerFiles:
             return None
         if row.used_at < now - _TOUCH_SECONDS:
             with write_transaction(self.engine) as connection:
-                connection.execute(scope.update(viewer_files).where(viewer_files.c.token == token)
+                # The row the scoped read above found, by its key.
+                connection.execute(sa.update(viewer_files).where(viewer_files.c.pk == row.pk)
                                    .values(used_at=now, expires_at=now + self.lifetime))
         return _file(row)
 

@@ -12,6 +12,7 @@ from schemathesis import GenerationMode
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
+    positive_data_acceptance,
     response_headers_conformance,
     response_schema_conformance,
     status_code_conformance,
@@ -55,4 +56,39 @@ def test_served_openapi(live: LiveServer, store: Store, mode: GenerationMode) ->
             run()
         except Exception as error:  # collect every operation's failure, then report them together
             failures.append(f"{operation.label}: {str(error)[:3000]}")
+    assert not failures, "\n\n".join(failures)
+
+
+#: Operations whose every documented-valid request the server takes (2xx, or 404 for an id
+#: that names nothing): their documents give the types of the query parameters, the sort
+#: fields, the required fields and the idempotency key's bounds. Not yet in it: the create
+#: bodies (each field's type is documented loosely), a session read in a format its content
+#: cannot be written in, ``/agent/show`` (exactly one of two parameters), appends without
+#: If-Match (428), stale versions (412), bulk items sharing a key and ``/render`` (any
+#: document of any format).
+ACCEPTING = ["GET /api/v1/sessions", "GET /api/v1/agent", "GET /api/v1/agent_instance", "GET /api/v1/agent_spans",
+             "GET /api/v1/alerts", "GET /api/v1/risk_profile", "GET /api/v1/agent_instance/{agent_instance_id}",
+             "GET /api/v1/agent_spans/{agent_span_id}", "POST /api/v1/alerts/acknowledge",
+             "POST /api/v1/agent_instance/{agent_instance_id}/record_quality",
+             "POST /api/v1/agent/{agent_id}/retire", "DELETE /api/v1/agent/{agent_id}"]
+
+
+def test_what_the_openapi_document_allows_is_accepted(live: LiveServer, store: Store) -> None:
+    token, _ = store.accounts.create_token("accepting")
+    schema = schemathesis.openapi.from_url(live.url + "/openapi.json")
+    headers = {"Authorization": f"Bearer {token}"}
+    operations = {result.ok().label: result.ok() for result in schema.get_all_operations()}
+    assert set(ACCEPTING) <= set(operations), set(ACCEPTING) - set(operations)
+    failures: list[str] = []
+    for label in ACCEPTING:
+
+        @given(case=operations[label].as_strategy(generation_mode=GenerationMode.POSITIVE))
+        @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        def run(case):  # type: ignore[no-untyped-def]
+            case.call_and_validate(headers=headers, checks=[not_a_server_error, positive_data_acceptance])
+
+        try:
+            run()
+        except Exception as error:
+            failures.append(f"{label}: {str(error)[:3000]}")
     assert not failures, "\n\n".join(failures)

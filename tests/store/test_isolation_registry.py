@@ -49,7 +49,7 @@ from agentfolio.app.registry.fields import schema_version_draft
 from agentfolio.registry.risk import DEFAULT_RISK_PROFILE
 from agentfolio.store import Store
 from agentfolio.store.registry import RegistryUnit
-from agentfolio.store.registry_tables import registry_agent_versions, registry_schema_versions
+from agentfolio.store.registry_tables import registry_agent_versions, registry_idempotency, registry_schema_versions
 
 VERSION = {"external_identifier": "v1", "span_type_schemas": [
     {"name": "step", "params_schema": {"type": "object"}, "template": "step {{n}}"}],
@@ -155,6 +155,7 @@ READS: list[tuple[str, Callable[[RegistryUnit, Holdings], Any]]] = [
     ("instances.status_counts", lambda u, a: u.instances.status_counts(a.agent)),
     ("spans.get", lambda u, a: u.spans.get(a.span)),
     ("spans.exists", lambda u, a: u.spans.exists(a.span)),
+    ("spans.preload", lambda u, a: (u.spans.preload([a.span]), u.spans.loaded.get(a.span))[1]),
     ("spans.instance_of", lambda u, a: u.spans.instance_of(a.span)),
     ("spans.status_counts", lambda u, a: u.spans.status_counts(a.instance)),
     ("spans.schema_name_counts", lambda u, a: u.spans.schema_name_counts(a.instance)),
@@ -274,6 +275,19 @@ def test_idempotency_keys_are_per_account(two) -> None:
     replay = service.create_agent(alice.principal, AgentCreate(name="bot", external_identifier="bot-alice"),
                                   key="create-alice")
     assert replay.id == alice.agent
+
+
+def test_an_expired_key_is_freed_only_in_its_account(two, store: Store) -> None:
+    service, alice, bob = two
+    bobs = service.create_agent(bob.principal, AgentCreate(name="kept", external_identifier="k"), key="shared")
+    service.create_agent(alice.principal, AgentCreate(name="old", external_identifier="k"), key="shared")
+    with store.engine.begin() as connection:  # alice's record of the key is past the window
+        connection.execute(sa.update(registry_idempotency)
+                           .where(registry_idempotency.c.account_pk == alice.principal.account.pk)
+                           .values(inserted_at=0))
+    service.create_agent(alice.principal, AgentCreate(name="new", external_identifier="k2"), key="shared")
+    replay = service.create_agent(bob.principal, AgentCreate(name="kept", external_identifier="k"), key="shared")
+    assert replay.id == bobs.id
 
 
 def test_a_deployment_token_of_another_account_reaches_nothing(two, store: Store) -> None:

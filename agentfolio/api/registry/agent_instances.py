@@ -16,6 +16,7 @@ from agentfolio.api.registry.common import (
     LIST,
     PAGING,
     SUCCESS,
+    TEXT,
     answer,
     body_doc,
     current_principal,
@@ -25,6 +26,7 @@ from agentfolio.api.registry.common import (
     read_object,
 )
 from agentfolio.app.registry import Command, Principal
+from agentfolio.app.registry.inputs import INSTANCE_SORT_FIELDS
 
 router = APIRouter(prefix="/api/v1/agent_instance", tags=["agent instances"])
 ONE = {200: SUCCESS, **error_responses(*ERROR_STATUSES)}
@@ -34,7 +36,12 @@ MANY = {200: LIST, **error_responses(*ERROR_STATUSES)}
 @router.post("/register", summary="Register an agent instance (flat body)", responses=ONE,
              openapi_extra=body_doc("{agent_id?, environment_id?, agent_version, agent_schema_version?, "
                                     "update_current_version?, id?, external_identifier?, purpose?, session_id?, "
-                                    "idempotency_key?}"))
+                                    "idempotency_key?}",
+                                    # With an account token: the agent by id, or by name (found or made).
+                                    any_of=[{"required": ["agent_id"], "properties": {"agent_id": TEXT}},
+                                            {"required": ["agent_version"], "properties": {"agent_version": {
+                                                "type": "object", "required": ["name"],
+                                                "properties": {"name": TEXT}}}}]))
 async def register(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = flat(await read_object(request))
     return await answer(request, principal, parse.instance_register, fields, key)
@@ -42,7 +49,7 @@ async def register(request: Request, principal: Principal = Depends(current_prin
 
 @router.get("", summary="List agent instances", responses=MANY,
             openapi_extra=query_doc("agent_id", "status", "environment_id", "session_id", "include_risk_level",
-                                    *PAGING))
+                                    *PAGING, sortable=INSTANCE_SORT_FIELDS))
 async def list_instances(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     return await answer(request, principal, parse.instance_list, query(request))
 
@@ -77,7 +84,7 @@ async def finish(request: Request, agent_instance_id: str,
 
 
 @router.post("/{agent_instance_id}/record_quality", summary="Record (or remove) a quality payload", responses=ONE,
-             openapi_extra=body_doc("{name, payload: object | null, idempotency_key?}"))
+             openapi_extra=body_doc("{name, payload: object | null, idempotency_key?}", needs=("name",), wrapped=False))
 async def record_quality(request: Request, agent_instance_id: str,
                          principal: Principal = Depends(current_principal)) -> Response:
     return await _action(request, principal, agent_instance_id, parse.instance_record_quality)

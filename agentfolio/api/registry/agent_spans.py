@@ -24,6 +24,7 @@ from agentfolio.api.registry.common import (
     unwrap,
 )
 from agentfolio.app.registry import Principal
+from agentfolio.app.registry.inputs import SPAN_SORT_FIELDS
 
 router = APIRouter(prefix="/api/v1/agent_spans", tags=["agent spans"])
 ONE = {200: SUCCESS, **error_responses(*ERROR_STATUSES)}
@@ -33,7 +34,7 @@ MANY = {200: LIST, **error_responses(*ERROR_STATUSES)}
 @router.post("", summary="Create a span (stored and flagged if its payload breaks its schema)", responses=ONE,
              openapi_extra=body_doc("{details: {agent_instance_id, schema_name, status, payload, parent_span_id?, "
                                     "result_payload?, started_at?, finished_at?, id?, idempotency_key?}, "
-                                    "idempotency_key?}", properties=WRAPPED))
+                                    "idempotency_key?}", properties=WRAPPED, needs=("schema_name",)))
 async def create_span(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = unwrap(await read_object(request))
     return await answer(request, principal, parse.span_create, fields, key)
@@ -42,7 +43,7 @@ async def create_span(request: Request, principal: Principal = Depends(current_p
 @router.get("", summary="List spans", responses=MANY,
             openapi_extra=query_doc("agent_id", "agent_instance_id", "status", "schema_name", "validation_status",
                                     "parent_span_id", "session_id", "include_summaries", "include_risk_level",
-                                    *PAGING))
+                                    *PAGING, sortable=SPAN_SORT_FIELDS))
 async def list_spans(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     return await answer(request, principal, parse.span_list, query(request))
 

@@ -10,6 +10,7 @@ from agentfolio.api.errors import error_responses, success
 from agentfolio.api.registry import parse
 from agentfolio.api.registry.common import (
     ERROR_STATUSES,
+    IDEMPOTENCY_KEY,
     LIST,
     PAGING,
     SUCCESS,
@@ -25,12 +26,13 @@ from agentfolio.api.registry.common import (
     unwrap,
 )
 from agentfolio.app.registry import AgentDelete, AgentGet, AgentReinstate, AgentRetire, Principal, SchemaVersionGet
+from agentfolio.app.registry.inputs import AGENT_SORT_FIELDS
 
 router = APIRouter(prefix="/api/v1", tags=["agents"])
 ONE = {200: SUCCESS, **error_responses(*ERROR_STATUSES)}
 MANY = {200: LIST, **error_responses(*ERROR_STATUSES)}
 KEY_ONLY = body_doc("Optional: {idempotency_key}", required=False,
-                    properties={"idempotency_key": {"type": "string", "maxLength": 64}})
+                    properties={"idempotency_key": IDEMPOTENCY_KEY})
 
 
 @router.get("/ping", summary="Check a token", responses=ONE)
@@ -51,14 +53,15 @@ async def account(request: Request, principal: Principal = Depends(current_princ
 
 @router.post("/agent", summary="Create an agent", responses=ONE,
              openapi_extra=body_doc("{details: {name, description?, external_identifier?, id?, ...}, "
-                                    "idempotency_key?}", properties=WRAPPED))
+                                    "idempotency_key?}", properties=WRAPPED, needs=("name",)))
 async def create_agent(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = unwrap(await read_object(request))
     return await answer(request, principal, parse.agent_create, fields, key)
 
 
 @router.get("/agent", summary="List agents", responses=MANY,
-            openapi_extra=query_doc("risk_profile_id", "team_id", "owner_person_id", "status", *PAGING))
+            openapi_extra=query_doc("risk_profile_id", "team_id", "owner_person_id", "status", *PAGING,
+                                    sortable=AGENT_SORT_FIELDS))
 async def list_agents(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     return await answer(request, principal, parse.agent_list, query(request))
 
@@ -109,7 +112,8 @@ async def delete_agent(request: Request, agent_id: str, principal: Principal = D
 
 @router.post("/agent_schema_version", summary="Create an agent schema version", responses=ONE,
              openapi_extra=body_doc("{details: {agent_id, external_identifier?, span_type_schemas?, span_schemas?, "
-                                    "span_result_schemas?, quality_schemas?}, idempotency_key?}", properties=WRAPPED))
+                                    "span_result_schemas?, quality_schemas?}, idempotency_key?}", properties=WRAPPED,
+                                    needs=("agent_id",)))
 async def create_schema_version(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = unwrap(await read_object(request))
     return await answer(request, principal, parse.schema_version_create, fields, key)

@@ -10,14 +10,16 @@ from starlette.concurrency import run_in_threadpool
 from agentfolio.api.errors import error_responses, json_response, refusal_body
 from agentfolio.api.registry.common import (
     ERROR_STATUSES,
+    IDEMPOTENCY_KEY,
     body_doc,
     current_principal,
     output_body,
     read_object,
     registry,
 )
-from agentfolio.api.registry.parse import bulk_items
+from agentfolio.api.registry.parse import BULK_READERS, MAX_BULK_ITEMS, bulk_items
 from agentfolio.app.registry import Principal, RegistryRefusal
+from agentfolio.app.registry.fields import MAX_BULK_KEY_CHARS
 
 router = APIRouter(prefix="/api/v1", tags=["bulk"])
 
@@ -27,10 +29,18 @@ BULK_OK = {"description": "Outputs keyed by idempotency key (200 even when an it
                "properties": {"status": {"type": "string"}, "outputs": {"type": "object"}}}}}}
 
 
+#: Every item names its operation; an item's own fields go beside ``_type`` or in ``details``.
+BULK_ITEM = {"type": "object", "required": ["_type", "idempotency_key"],
+             "properties": {"_type": {"type": "string", "enum": sorted(BULK_READERS)},
+                            "idempotency_key": {**IDEMPOTENCY_KEY, "maxLength": MAX_BULK_KEY_CHARS}}}
+
+
 @router.post("/bulk", summary="Run many actions in one request", responses={200: BULK_OK,
                                                                             **error_responses(*ERROR_STATUSES)},
              openapi_extra=body_doc("{items: [{_type, idempotency_key, ...fields or details}]}",
-                                    properties={"items": {"type": "array", "items": {"type": "object"}}}))
+                                    any_of=[{"required": ["items"]}],
+                                    properties={"items": {"type": "array", "minItems": 1, "maxItems": MAX_BULK_ITEMS,
+                                                          "items": BULK_ITEM}}))
 async def bulk(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     items = bulk_items(await read_object(request))
     answers = await run_in_threadpool(registry(request).bulk, principal, items)

@@ -9,6 +9,7 @@ exception handler), so a route and the matching ``/api/v1/bulk`` item answer the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,6 +24,7 @@ from agentfolio.api.auth import bearer, bearer_token, get_folio
 from agentfolio.api.body import parse_body
 from agentfolio.api.errors import ApiError, json_response
 from agentfolio.app.registry import Command, Output, Page, Principal, RegistryService, SpanWritten
+from agentfolio.registry.listing import MAX_OFFSET, MAX_PAGE_SIZE
 
 #: Error statuses a registry route may answer (documented for every route).
 ERROR_STATUSES = (400, 401, 403, 404, 409, 422)
@@ -128,6 +130,8 @@ async def answer(request: Request, principal: Principal, read: Callable[[Mapping
     return json_response(output_body(output))
 
 
+#: An idempotency key as the server takes it: non-empty text, at most 64 characters.
+IDEMPOTENCY_KEY = {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[^\\x00]+$"}
 # OpenAPI helpers: loose documented shapes (the SDK models are the contract; see docs/prefactor-api.md).
 SUCCESS = {"description": "Success: {status: success, details: {...}}", "content": {"application/json": {
     "schema": {"type": "object", "required": ["status", "details"],
@@ -138,18 +142,60 @@ LIST = {"description": "A page: {status, summaries, pagination, sorting}", "cont
                               "pagination": {"type": ["object", "null"]}, "sorting": {"type": ["object", "null"]}}}}}}
 
 
-def body_doc(description: str, *, required: bool = True, properties: dict[str, Any] | None = None) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "description": description, "additionalProperties": True}
-    if properties:
-        schema["properties"] = properties
+#: A name or id the server takes: text with something besides spaces, without NUL.
+TEXT = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\x00]*[^\\x00\\s][^\\x00]*$"}
+
+
+def body_doc(description: str, *, required: bool = True, properties: dict[str, Any] | None = None,
+             needs: tuple[str, ...] = (), wrapped: bool = True,
+             any_of: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A JSON object body; an ``idempotency_key`` is documented wherever one is read.
+    ``needs``: the text fields the server requires, in ``details`` or beside the key
+    (only beside it when not ``wrapped``, see :func:`unwrap` and :func:`flat`); ``any_of``:
+    the alternatives of which the server needs one."""
+    schema: dict[str, Any] = {"type": "object", "description": description, "additionalProperties": True,
+                              "properties": {"idempotency_key": IDEMPOTENCY_KEY, **(properties or {})}}
+    if any_of:
+        schema["anyOf"] = any_of
+    if needs and not wrapped:
+        schema["required"] = list(needs)
+        schema["properties"].update(dict.fromkeys(needs, TEXT))
+    elif needs:
+        fields = {"type": "object", "required": list(needs), "properties": dict.fromkeys(needs, TEXT)}
+        schema["anyOf"] = [{"required": ["details"], "properties": {"details": fields}},
+                           {"required": list(needs), "properties": fields["properties"],
+                            "not": {"required": ["details"]}}]
     return {"requestBody": {"required": required, "content": {"application/json": {"schema": schema}}}}
 
 
-WRAPPED = {"details": {"type": "object"}, "idempotency_key": {"type": "string", "maxLength": 64}}
+WRAPPED = {"details": {"type": "object"}, "idempotency_key": IDEMPOTENCY_KEY}
 PAGING = ("pagination[offset]", "pagination[page_size]", "sorting[field]", "sorting[direction]", "sorting")
+#: Query parameters read as flags (``true``/``false``, also ``1``/``0``).
+FLAGS = ("include_risk_level", "include_summaries", "include_counts", "include_risk_rollup")
 
 
-def query_doc(*names: str) -> dict[str, Any]:
-    """Document query parameters that are read from the raw query (bracketed names)."""
-    return {"parameters": [{"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+def _query_schema(name: str, sortable: tuple[str, ...]) -> dict[str, Any]:
+    """What the server takes for a query parameter (:func:`parse_page_request` for paging)."""
+    if name in FLAGS:
+        return {"type": "boolean"}
+    if name == "acknowledged":
+        return {"type": "string", "enum": ["true", "false", "1", "0", "all", "any"]}
+    if name == "pagination[offset]":
+        return {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET}
+    if name == "pagination[page_size]":
+        return {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE}
+    if name == "sorting[field]":
+        return {"type": "string", "enum": ["", *sortable], "description": "Empty: sorted by id."}
+    if name == "sorting[direction]":
+        return {"type": "string", "enum": ["", "asc", "desc"], "description": "Empty: ascending."}
+    if name == "sorting":
+        return {"type": "string", "pattern": "^([+-]?(" + "|".join(map(re.escape, sortable)) + "))?$",
+                "description": "Compact sorting: a field, descending with a leading '-'."}
+    return {"type": "string"}
+
+
+def query_doc(*names: str, sortable: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Document query parameters that are read from the raw query (bracketed names), each
+    with the type the server takes (``sortable``: the fields a list sorts by)."""
+    return {"parameters": [{"name": name, "in": "query", "required": False, "schema": _query_schema(name, sortable)}
                            for name in names]}

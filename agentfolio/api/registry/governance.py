@@ -19,6 +19,7 @@ from agentfolio.api.registry.common import (
     LIST,
     PAGING,
     SUCCESS,
+    TEXT,
     WRAPPED,
     answer,
     body_doc,
@@ -31,6 +32,7 @@ from agentfolio.api.registry.common import (
     unwrap,
 )
 from agentfolio.app.registry import AlertCount, AlertGet, Principal, RiskProfileGet
+from agentfolio.app.registry.inputs import ALERT_SORT_FIELDS, PROFILE_SORT_FIELDS
 
 router = APIRouter(prefix="/api/v1", tags=["governance"])
 ONE = {200: SUCCESS, **error_responses(*ERROR_STATUSES)}
@@ -42,14 +44,15 @@ COUNT = {200: {"description": "{status: success, count, details: {count}}", "con
 
 
 @router.get("/risk_profile", summary="List the account's risk profiles", responses=MANY,
-            openapi_extra=query_doc("account_id", *PAGING))
+            openapi_extra=query_doc("account_id", *PAGING, sortable=PROFILE_SORT_FIELDS))
 async def list_profiles(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     return await answer(request, principal, parse.risk_profile_list, query(request))
 
 
 @router.post("/risk_profile", summary="Create a risk profile", responses=ONE,
              openapi_extra=body_doc("{details: {name, description?, template?: default|empty, categories?, "
-                                    "actions?, thresholds?, id?}, idempotency_key?}", properties=WRAPPED))
+                                    "actions?, thresholds?, id?}, idempotency_key?}", properties=WRAPPED,
+                                    needs=("name",)))
 async def create_profile(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = unwrap(await read_object(request))
     return await answer(request, principal, parse.risk_profile_create, fields, key)
@@ -70,13 +73,21 @@ async def count_alerts(request: Request, principal: Principal = Depends(current_
 
 
 @router.get("/alerts", summary="List alerts (open ones unless acknowledged= says otherwise)", responses=MANY,
-            openapi_extra=query_doc("acknowledged", "kind", "severity", "agent_id", "agent_instance_id", *PAGING))
+            openapi_extra=query_doc("acknowledged", "kind", "severity", "agent_id", "agent_instance_id", *PAGING,
+                                    sortable=ALERT_SORT_FIELDS))
 async def list_alerts(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     return await answer(request, principal, parse.alert_list, query(request))
 
 
+#: Which alerts: ids, or ``all: true`` (narrowed by kind and agent).
+ACKNOWLEDGE = {"alert_ids": {"type": "array", "items": TEXT}, "all": {"type": "boolean"}}
+
+
 @router.post("/alerts/acknowledge", summary="Acknowledge alerts by id, or all that match", responses=ONE,
-             openapi_extra=body_doc("{alert_ids?: [id], all?: true, kind?, agent_id?, idempotency_key?}"))
+             openapi_extra=body_doc("{alert_ids?: [id], all?: true, kind?, agent_id?, idempotency_key?}",
+                                    properties=ACKNOWLEDGE,
+                                    any_of=[{"required": ["alert_ids"], "properties": {"alert_ids": {"minItems": 1}}},
+                                            {"required": ["all"], "properties": {"all": {"const": True}}}]))
 async def acknowledge_alerts(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = flat(await read_object(request))
     return await answer(request, principal, parse.alert_acknowledge, fields, key)
