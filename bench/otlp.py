@@ -76,13 +76,16 @@ def make_spans(count: int, seed: int) -> list[ReadableSpan]:
     for index in range(count):
         trace_no, position = divmod(index, SPANS_PER_TRACE)
         trace_id = (seed << 64) | (trace_no + 1)
-        root = SpanContext(trace_id, trace_no * 16 + 1, is_remote=False, trace_flags=TraceFlags(1))
+        # Span ids unique across seeds too: Phoenix keeps one span per span id whatever its
+        # trace, so a repeated id would never be counted and its wait would run to the limit.
+        first_id = (seed << 48) | (trace_no * 16 + 1)
+        root = SpanContext(trace_id, first_id, is_remote=False, trace_flags=TraceFlags(1))
         if position == 0:
             context, parent = root, None
             attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "bench-agent"}
             name = "invoke_agent bench-agent"
         else:
-            context = SpanContext(trace_id, trace_no * 16 + 1 + position, is_remote=False, trace_flags=TraceFlags(1))
+            context = SpanContext(trace_id, first_id + position, is_remote=False, trace_flags=TraceFlags(1))
             parent = root
             history = [{"role": "user", "parts": [{"type": "text", "content": f"{TEXT} #{i}"}]} for i in range(2)]
             attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "bench-model",
