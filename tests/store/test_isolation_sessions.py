@@ -20,7 +20,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from agentfolio import _json
+from agentfolio.formats import durable_state
 from agentfolio.store import AlreadyExists, NotFound, Sessions, Store
+from agentfolio.store.sessions import WrittenSession
 from agentfolio.store.tables import entries as entries_table
 from agentfolio.store.tables import sessions as sessions_table
 
@@ -155,6 +158,20 @@ def test_a_search_over_the_newest_sessions_counts_ones_own(two, monkeypatch: pyt
     monkeypatch.setattr(sessions, "FALLBACK_SESSIONS", 1)
     alice.append("alice-only", entry("the newest write of all, needle"), expected_version=None)
     assert {info.id for info in bob.list(text="needle")} == {"same"}
+
+
+def test_rebuilt_sessions_replace_only_ones_own(two, store: Store) -> None:
+    """The OTel conversation worker stores sessions it wrote itself in the caller's
+    transaction: it sees, replaces and creates only its own account's."""
+    alice, bob = two
+    before = _snapshot(store, "alice")
+    document = state("rebuilt by bob")
+    written = WrittenSession("alice-only", document, durable_state.read_bytes(_json.dumps(document)).session)
+    with store.engine.begin() as connection:
+        assert set(bob.versions(connection, ["same", "alice-only"])) == {"same"}
+        bob.replace_written(connection, [written])
+    assert _snapshot(store, "alice") == before
+    assert b"rebuilt by bob" in bob.get_bytes("alice-only")[1]
 
 
 def test_match_snippets_come_only_from_ones_own_sessions(two) -> None:
