@@ -172,6 +172,8 @@ def test_a_unit_finds_nothing_of_another_account(two, store: Store) -> None:
     leaks = {what: found for what, read in READS
              if (found := _read_in(store, bob, lambda unit, read=read: read(unit, alice))) not in EMPTY}
     assert leaks == {}, "reads in bob's unit found alice's rows"
+    counted, listed = _read_in(store, bob, lambda unit: (unit.agents.count(), unit.agents.page(EVERYTHING)[0]))
+    assert counted == len(listed) and {row.account_pk for row in listed} == {bob.principal.account.pk}
 
 
 def test_a_unit_changes_nothing_of_another_account(two, store: Store) -> None:
