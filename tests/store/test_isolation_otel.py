@@ -22,7 +22,7 @@ from agentfolio.otel.decode import OtelSpan
 from agentfolio.otel.mapping import map_spans
 from agentfolio.store import Store
 from agentfolio.store.engine import read_transaction, write_transaction
-from agentfolio.store.otel_queue import QueueRows
+from agentfolio.store.otel_queue import ConversationQueue, QueueRows
 from agentfolio.store.otel_spans import ConversationRecord, OtelRows, OtelSpans
 from agentfolio.store.registry_tables import (
     otel_conversations,
@@ -186,6 +186,19 @@ def test_a_unit_changes_nothing_of_another_account(two: tuple[Holdings, Holdings
     _in_unit(store, bob, vandalise)
     after = _snapshot(store, alice.account_pk)
     assert after == before
+
+
+def test_waiting_work_is_counted_per_account(two: tuple[Holdings, Holdings], store: Store) -> None:
+    alice, bob = two
+    _in_unit(store, alice, lambda rows: QueueRows(rows.conn, rows.scope).enqueue(
+        {alice.conversation + "-more": [(alice.spans[0], True)]}))
+    with read_transaction(store.engine) as connection:
+        stored = dict(connection.execute(sa.select(otel_work.c.account_pk, sa.func.count())
+                                         .group_by(otel_work.c.account_pk)).all())
+    accounts = {account.pk: account for account in store.accounts.list()}
+    queue = ConversationQueue(store.engine)
+    assert {holder.account_pk: queue.pending(accounts[holder.account_pk]) for holder in two} == stored
+    assert stored[alice.account_pk] == stored[bob.account_pk] + 1
 
 
 def test_a_service_instance_emptied_in_another_account_stays(two: tuple[Holdings, Holdings], store: Store) -> None:
