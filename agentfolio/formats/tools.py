@@ -357,7 +357,7 @@ def _write_one(rec: Recorder, at: _At, tool: ToolDescription, target: Spelling, 
             at.loss(rec, name.replace("~", "~0").replace("/", "~1"), f"tool property {name!r}",
                     f"a {target.title} tool has no such property", approximated=False)
     schema: dict[str, Any] = {"json_schema": tool.json_schema} if "json_schema" in tool.model_fields_set else {}
-    if not schema and target.needs_schema:
+    if schema.get("json_schema") is None and target.needs_schema:  # absent, or null as Responses may write it
         schema = {"json_schema": {"type": "object"}}
         at.loss(rec, None, f"tool {tool.name!r} parameters", f"a {target.title} tool needs a parameters schema: "
                 "written as an empty object schema", approximated=True)
