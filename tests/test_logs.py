@@ -14,6 +14,13 @@ from agentfolio._logs import logging_config
 def lines_of(log_format: str, emit) -> list[str]:  # type: ignore[no-untyped-def]
     config = logging_config("info", log_format)
     stream = io.StringIO()
+    # What other code in this process did to logging's global state (a blanket
+    # logging.disable, loggers disabled by another configuration) is not under test here.
+    disabled_below, logging.root.manager.disable = logging.root.manager.disable, logging.NOTSET
+    emitters = [logging.getLogger(name) for name in ("agentfolio.server", "agentfolio.api", "uvicorn.access")]
+    were_disabled = [logger.disabled for logger in emitters]
+    for logger in emitters:
+        logger.disabled = False
     logging.config.dictConfig(config)
     try:
         for name in ("", "uvicorn.access"):
@@ -24,6 +31,9 @@ def lines_of(log_format: str, emit) -> list[str]:  # type: ignore[no-untyped-def
         logging.config.dictConfig({"version": 1, "disable_existing_loggers": False})
         for name in ("", "uvicorn.access"):
             logging.getLogger(name).handlers.clear()
+        logging.root.manager.disable = disabled_below
+        for logger, was_disabled in zip(emitters, were_disabled, strict=True):
+            logger.disabled = was_disabled
     return stream.getvalue().splitlines()
 
 
