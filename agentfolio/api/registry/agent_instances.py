@@ -9,13 +9,11 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
-from agentfolio.api.errors import error_responses
 from agentfolio.api.registry import parse
 from agentfolio.api.registry.common import (
-    ERROR_STATUSES,
-    LIST,
+    MANY,
+    ONE,
     PAGING,
-    SUCCESS,
     TEXT,
     answer,
     body_doc,
@@ -29,8 +27,6 @@ from agentfolio.app.registry import Command, Principal
 from agentfolio.app.registry.inputs import INSTANCE_SORT_FIELDS
 
 router = APIRouter(prefix="/api/v1/agent_instance", tags=["agent instances"])
-ONE = {200: SUCCESS, **error_responses(*ERROR_STATUSES)}
-MANY = {200: LIST, **error_responses(*ERROR_STATUSES)}
 
 
 @router.post("/register", summary="Register an agent instance (flat body)", responses=ONE,

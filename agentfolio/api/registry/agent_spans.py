@@ -6,13 +6,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
-from agentfolio.api.errors import error_responses
 from agentfolio.api.registry import parse
 from agentfolio.api.registry.common import (
-    ERROR_STATUSES,
-    LIST,
+    MANY,
+    ONE,
     PAGING,
-    SUCCESS,
     WRAPPED,
     answer,
     body_doc,
@@ -27,8 +25,6 @@ from agentfolio.app.registry import Principal
 from agentfolio.app.registry.inputs import SPAN_SORT_FIELDS
 
 router = APIRouter(prefix="/api/v1/agent_spans", tags=["agent spans"])
-ONE = {200: SUCCESS, **error_responses(*ERROR_STATUSES)}
-MANY = {200: LIST, **error_responses(*ERROR_STATUSES)}
 
 
 @router.post("", summary="Create a span (stored and flagged if its payload breaks its schema)", responses=ONE,

@@ -6,14 +6,13 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from agentfolio.api.errors import error_responses, success
+from agentfolio.api.errors import success
 from agentfolio.api.registry import parse
 from agentfolio.api.registry.common import (
-    ERROR_STATUSES,
     IDEMPOTENCY_KEY,
-    LIST,
+    MANY,
+    ONE,
     PAGING,
-    SUCCESS,
     WRAPPED,
     answer,
     body_doc,
@@ -29,8 +28,6 @@ from agentfolio.app.registry import AgentDelete, AgentGet, AgentReinstate, Agent
 from agentfolio.app.registry.inputs import AGENT_SORT_FIELDS
 
 router = APIRouter(prefix="/api/v1", tags=["agents"])
-ONE = {200: SUCCESS, **error_responses(*ERROR_STATUSES)}
-MANY = {200: LIST, **error_responses(*ERROR_STATUSES)}
 KEY_ONLY = body_doc("Optional: {idempotency_key}", required=False,
                     properties={"idempotency_key": IDEMPOTENCY_KEY})
 

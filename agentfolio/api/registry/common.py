@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from agentfolio import _json
 from agentfolio.api.auth import bearer, bearer_token, get_folio
 from agentfolio.api.body import parse_body
-from agentfolio.api.errors import ApiError, json_response
+from agentfolio.api.errors import ApiError, error_responses, json_response
 from agentfolio.app.registry import Command, Output, Page, Principal, RegistryService, SpanWritten
 from agentfolio.registry.listing import MAX_OFFSET, MAX_PAGE_SIZE
 
@@ -140,6 +140,10 @@ LIST = {"description": "A page: {status, summaries, pagination, sorting}", "cont
     "schema": {"type": "object", "required": ["status", "summaries", "pagination", "sorting"],
                "properties": {"status": {"type": "string"}, "summaries": {"type": "array"},
                               "pagination": {"type": ["object", "null"]}, "sorting": {"type": ["object", "null"]}}}}}}
+
+#: The responses of a route answering one object, and of one answering a page.
+ONE = {200: SUCCESS, **error_responses(*ERROR_STATUSES)}
+MANY = {200: LIST, **error_responses(*ERROR_STATUSES)}
 
 
 #: A name or id the server takes: text with something besides spaces, without NUL.

@@ -16,9 +16,9 @@ from agentfolio.api.errors import error_responses, json_response
 from agentfolio.api.registry import parse
 from agentfolio.api.registry.common import (
     ERROR_STATUSES,
-    LIST,
+    MANY,
+    ONE,
     PAGING,
-    SUCCESS,
     TEXT,
     WRAPPED,
     answer,
@@ -35,8 +35,6 @@ from agentfolio.app.registry import AlertCount, AlertGet, Principal, RiskProfile
 from agentfolio.app.registry.inputs import ALERT_SORT_FIELDS, PROFILE_SORT_FIELDS
 
 router = APIRouter(prefix="/api/v1", tags=["governance"])
-ONE = {200: SUCCESS, **error_responses(*ERROR_STATUSES)}
-MANY = {200: LIST, **error_responses(*ERROR_STATUSES)}
 COUNT = {200: {"description": "{status: success, count, details: {count}}", "content": {"application/json": {
     "schema": {"type": "object", "required": ["status", "count"],
                "properties": {"status": {"type": "string"}, "count": {"type": "integer"},
