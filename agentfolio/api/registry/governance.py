@@ -25,6 +25,8 @@ from agentfolio.api.registry.common import (
     body_doc,
     current_principal,
     flat,
+    id_not,
+    id_segment,
     query,
     query_doc,
     read_object,
@@ -91,8 +93,9 @@ async def acknowledge_alerts(request: Request, principal: Principal = Depends(cu
     return await answer(request, principal, parse.alert_acknowledge, fields, key)
 
 
-@router.get("/alerts/{alert_id}", summary="An alert", responses=ONE)
-async def get_alert(request: Request, alert_id: str, principal: Principal = Depends(current_principal)) -> Response:
+@router.get("/alerts/" + id_segment("alert_id", "count", "acknowledge"), summary="An alert", responses=ONE)
+async def get_alert(request: Request, alert_id: str = id_not("count", "acknowledge"),
+                    *, principal: Principal = Depends(current_principal)) -> Response:
     return await answer(request, principal, lambda _: AlertGet(alert_id), {})
 
 
