@@ -130,3 +130,39 @@ def test_render_reports_an_unreadable_document_unless_strict(client: TestClient)
     assert details["problems"][0]["pointer"] == "/schemaVersion"
     refused(client.post("/api/v1/render", params={"from": "durable-state", "strict": "true"}, json={}), 400,
             "invalid_value")
+
+
+def _details(client: TestClient, path: str, method: str) -> dict[str, Any]:
+    body = operation(client, path, method)["requestBody"]["content"]["application/json"]["schema"]
+    if "anyOf" in body:
+        return body["anyOf"][0]["properties"]["details"]  # type: ignore[no-any-return]
+    return body["properties"]["details"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_create_and_update_bodies_document_each_field_as_the_server_checks_it(client: TestClient) -> None:
+    """Each documented bound is one the server enforces: just inside is taken, just outside refused."""
+    created = _details(client, "/api/v1/agent", "post")
+    assert created["required"] == ["name"]
+    name = created["properties"]["name"]
+    assert (name["type"], name["minLength"], name["maxLength"]) == ("string", 1, 255)
+    description = created["properties"]["description"]["anyOf"][0]
+    assert description["maxLength"] == 10_000
+    assert created["properties"]["team_id"]["anyOf"][0]["maxLength"] == 64
+    assert "pattern" in created["properties"]["id"]["anyOf"][0]
+    updated = _details(client, "/api/v1/agent/{agent_id}", "put")
+    assert "required" not in updated and updated["properties"]["name"]["maxLength"] == 255
+    profile = _details(client, "/api/v1/risk_profile", "post")
+    assert profile["properties"]["template"]["anyOf"][0]["enum"] == ["default", "empty"]
+
+    def agent(**fields: Any) -> Any:
+        return client.post("/api/v1/agent", json={"details": {"name": "a", **fields}})
+
+    assert agent(name="n" * 255, description="d" * 10_000, team_id="t" * 64).status_code == 200
+    for fields in ({"name": "n" * 256}, {"description": "d" * 10_001}, {"team_id": "t" * 65}, {"name": " "},
+                   {"id": "not-an-id"}, {"name": 7}):
+        refused(agent(**fields), 422, "invalid_value")
+    for template in ("", "strict"):
+        refused(client.post("/api/v1/risk_profile", json={"details": {"name": f"p{template}", "template": template}}),
+                422, "invalid_value")
+    assert client.post("/api/v1/risk_profile", json={"details": {"name": "q", "template": None}}).status_code == 200

@@ -8,6 +8,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agentfolio.api.errors import success
 from agentfolio.api.registry import parse
+from agentfolio.api.registry.bodies import AgentCreateDetails, AgentUpdateDetails, details_schema
 from agentfolio.api.registry.common import (
     IDEMPOTENCY_KEY,
     MANY,
@@ -55,7 +56,8 @@ async def account(request: Request, principal: Principal = Depends(current_princ
 
 @router.post("/agent", summary="Create an agent", responses=ONE,
              openapi_extra=body_doc("{details: {name, description?, external_identifier?, id?, ...}, "
-                                    "idempotency_key?}", properties=WRAPPED, needs=("name",)))
+                                    "idempotency_key?}", properties=WRAPPED, needs=("name",),
+                                    details=details_schema(AgentCreateDetails)))
 async def create_agent(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = unwrap(await read_object(request))
     return await answer(request, principal, parse.agent_create, fields, key)
@@ -92,7 +94,8 @@ async def get_agent(request: Request, agent_id: str = id_not("show"),
 
 @router.put(AGENT, summary="Update an agent", responses=ONE,
             openapi_extra=body_doc("{details: {name?, description?, owner_person_id?, risk_profile_id?, "
-                                   "team_id?}, idempotency_key?}", properties=WRAPPED))
+                                   "team_id?}, idempotency_key?}",
+                                   properties={**WRAPPED, "details": details_schema(AgentUpdateDetails)}))
 async def update_agent(request: Request, agent_id: str = id_not("show"),
                        *, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = unwrap(await read_object(request))

@@ -184,11 +184,12 @@ TEXT = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\x00
 
 def body_doc(description: str, *, required: bool = True, properties: dict[str, Any] | None = None,
              needs: tuple[str, ...] = (), wrapped: bool = True,
-             any_of: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+             any_of: list[dict[str, Any]] | None = None, details: dict[str, Any] | None = None) -> dict[str, Any]:
     """A JSON object body; an ``idempotency_key`` is documented wherever one is read.
     ``needs``: the text fields the server requires, in ``details`` or beside the key
     (only beside it when not ``wrapped``, see :func:`unwrap` and :func:`flat`); ``any_of``:
-    the alternatives of which the server needs one."""
+    the alternatives of which the server needs one; ``details``: the schema of the fields
+    (:mod:`agentfolio.api.registry.bodies`), wrapped or flat."""
     schema: dict[str, Any] = {"type": "object", "description": description, "additionalProperties": True,
                               "properties": {"idempotency_key": IDEMPOTENCY_KEY, **(properties or {})}}
     if any_of:
@@ -197,7 +198,7 @@ def body_doc(description: str, *, required: bool = True, properties: dict[str, A
         schema["required"] = list(needs)
         schema["properties"].update(dict.fromkeys(needs, TEXT))
     elif needs:
-        fields = {"type": "object", "required": list(needs), "properties": dict.fromkeys(needs, TEXT)}
+        fields = details or {"type": "object", "required": list(needs), "properties": dict.fromkeys(needs, TEXT)}
         schema["anyOf"] = [{"required": ["details"], "properties": {"details": fields}},
                            {"required": list(needs), "properties": fields["properties"],
                             "not": {"required": ["details"]}}]

@@ -187,7 +187,8 @@ def risk_profile_list(f: Fields) -> RiskProfileList:
 
 def risk_profile_create(f: Fields) -> RiskProfileCreate:
     return RiskProfileCreate(name=f.get("name"), description=f.get("description"),  # type: ignore[arg-type]
-                             template=f.get("template") or "default", categories=f.get("categories"),
+                             template="default" if f.get("template") is None else f["template"],
+                             categories=f.get("categories"),
                              actions=f.get("actions"), thresholds=f.get("thresholds"), id=f.get("id"))
 
 
