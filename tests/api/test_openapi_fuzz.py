@@ -63,14 +63,15 @@ def test_served_openapi(live: LiveServer, store: Store, mode: GenerationMode) ->
 #: that names nothing, 409 for a conflict with what is stored): their documents give the
 #: types of the query parameters, the sort fields, the required fields, the idempotency
 #: key's bounds, /agent/show's one-of-two selector, a session read in a format its content
-#: cannot be written in (409) and /render's report of an unreadable document. Not in it:
-#: the create bodies (each field's type is documented loosely) and appends (a stale
-#: If-Match is a 412 no document can rule out).
+#: cannot be written in (409). Not in it: the create bodies (a name already taken, an id of
+#: nothing), appends (a stale If-Match is a 412 no document can rule out) and /render,
+#: whose ``strict=true`` refuses a document that breaks its format (400, as documented:
+#: a query parameter cannot narrow the body's schema).
 ACCEPTING = ["GET /api/v1/sessions", "GET /api/v1/agent", "GET /api/v1/agent_instance", "GET /api/v1/agent_spans",
              "GET /api/v1/alerts", "GET /api/v1/risk_profile", "GET /api/v1/agent_instance/{agent_instance_id}",
              "GET /api/v1/agent_spans/{agent_span_id}", "POST /api/v1/alerts/acknowledge",
              "POST /api/v1/agent_instance/{agent_instance_id}/record_quality", "GET /api/v1/agent/show",
-             "GET /api/v1/sessions/{session_id}", "POST /api/v1/render", "POST /api/v1/bulk",
+             "GET /api/v1/sessions/{session_id}", "POST /api/v1/bulk",
              "POST /api/v1/agent/{agent_id}/retire", "DELETE /api/v1/agent/{agent_id}"]
 
 
