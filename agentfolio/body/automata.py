@@ -154,23 +154,50 @@ def examples(f: FSM, prefer: Iterable[str] = ()) -> Iterator[str]:
                 )
 
 
+def literal_prefix(f: FSM) -> str:
+    """The longest string every word ``f`` accepts starts with (read off the automaton:
+    follow the start while only one character leads on to an accepted word)."""
+    live = _live(f)
+    prefix: list[str] = []
+    state, seen = f.initial, set()
+    while state in live and state not in f.finals and state not in seen:
+        seen.add(state)
+        onward = [(key, t) for key, t in f.map.get(state, {}).items() if t in live]
+        if len(onward) != 1:
+            break
+        key, state = onward[0]
+        chars = f.alphabet.by_transition.get(key, ())
+        if len(chars) != 1 or chars[0] is anything_else:
+            break
+        prefix.append(chars[0])
+    return "".join(prefix)
+
+
 def atoms(universe: FSM, languages: Iterable[tuple[FSM, int]]) -> list[tuple[FSM, int]]:
     """Split ``universe`` into the non-empty regions of the Venn diagram of the
     ``languages``; each comes with the OR of the tags of the languages containing it.
     Every language is then a union of whole atoms, which is what lets compatibility
-    reason about finitely many cells instead of infinitely many strings."""
-    result = [(universe, 0)] if not is_empty(universe) else []
+    reason about finitely many cells instead of infinitely many strings.
+
+    Each region carries the literal prefix all its words share: a language whose prefix
+    diverges from it cannot meet it, which skips the automaton product for most pairs
+    (parts named ``/a/*``, ``/b/*``, ... would otherwise cost parts x regions products)."""
+    result = [(universe, 0, literal_prefix(universe))] if not is_empty(universe) else []
     for lang, tag in languages:
-        refined: list[tuple[FSM, int]] = []
-        for atom, tags in result:
+        lang_prefix = literal_prefix(lang)
+        refined: list[tuple[FSM, int, str]] = []
+        for atom, tags, prefix in result:
+            if not (prefix.startswith(lang_prefix) or lang_prefix.startswith(prefix)):
+                refined.append((atom, tags, prefix))
+                continue
             inside = intersect(atom, lang)
             if is_empty(inside):
-                refined.append((atom, tags))
+                refined.append((atom, tags, prefix))
                 continue
             outside = minus(atom, lang)
-            refined.append((inside, tags | tag))
+            refined.append((inside, tags | tag, max(prefix, lang_prefix, key=len)))
             if not is_empty(outside):
-                refined.append((outside, tags))
+                refined.append((outside, tags, prefix))
         result = refined
         if len(result) > MAX_ATOMS:
             raise TooComplexError(
@@ -178,4 +205,4 @@ def atoms(universe: FSM, languages: Iterable[tuple[FSM, int]]) -> list[tuple[FSM
                 f"into more than "
                 f"{MAX_ATOMS} regions; simplify them to check compatibility"
             )
-    return result
+    return [(atom, tags) for atom, tags, _ in result]

@@ -116,6 +116,46 @@ def test_many_disjoint_parts_stay_fast(n: int) -> None:
     assert not result and result.problems[0].kind == "missing_required"
 
 
+def test_disjoint_parts_cost_products_in_proportion_to_the_parts(monkeypatch) -> None:
+    """Splitting names into regions compares each glob only with the regions that share its
+    literal prefix: 64 parts named /p0/*, /p1/*, ... take a few products each, not one per
+    region (which made a 256-part schema, at the limit, run past the deadline)."""
+    from agentfolio.body import automata
+
+    products = 0
+    plain_intersect = automata.intersect
+
+    def counted(a, b):  # type: ignore[no-untyped-def]
+        nonlocal products
+        products += 1
+        return plain_intersect(a, b)
+
+    monkeypatch.setattr(automata, "intersect", counted)
+    n = 64
+    out = s(*({"name": f"/p{i}/*", "required": i % 2 == 0} for i in range(n)))
+    inp = s(*({"name": f"/p{i}/**"} for i in range(n)))
+    assert is_compatible(out, inp)
+    assert products <= 8 * n, products
+    products = 0
+    missing = s(*({"name": f"/p{i}/**"} for i in range(1, n)))
+    result = is_compatible(out, missing)
+    assert not result and result.counterexample.parts[0].name.startswith("/p0/")
+    assert products <= 8 * n, products
+
+
+def test_a_literal_prefix_is_what_every_accepted_word_starts_with() -> None:
+    from agentfolio.body.automata import fsm, literal_prefix
+    from agentfolio.body.globs import name_glob
+
+    assert literal_prefix(fsm(name_glob("/p12/*").regex)) == "/p12/"
+    assert literal_prefix(fsm(name_glob("/a/{x,y}/b").regex)) == "/a/"
+    assert literal_prefix(fsm(name_glob("/a/**").regex)) == "/a"  # "/a" itself matches
+    assert literal_prefix(fsm(name_glob("/**").regex)) == ""  # so does the empty name
+    assert literal_prefix(fsm("abc|abd")) == "ab"
+    assert literal_prefix(fsm("ab|abc")) == "ab"
+    assert literal_prefix(fsm("[]")) == ""
+
+
 # -- under a deadline --------------------------------------------------------------------
 
 
