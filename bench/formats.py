@@ -14,6 +14,11 @@ measured in one run beside its baselines:
   writes back the document it was read from (records are immutable, so it is exactly
   what they would write); "records" writes a copy that forgot it, through the writer's
   own code;
+* floor: what pure Python can do at all: the parsed document rebuilt down to its
+  blocks (every dict and list of the document, its messages, their content arrays and
+  each block made anew by a dict/list comprehension; what lies inside a block is reused,
+  as the writers reuse extras) → ``orjson.dumps``, against ``orjson.dumps``.  A writer
+  from records cannot beat it: it builds the same dicts and has records to read first;
 * sdk: the provider SDK's own validation of the same parsed payload (anthropic's and
   openai's request TypedDicts through pydantic, google-genai's ``Content`` models,
   LangChain's ``messages_from_dict``, a2a-sdk's protobuf ``ParseDict``), against our
@@ -44,6 +49,25 @@ FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 
 def _grown(items: list[Any], count: int) -> list[Any]:
     return [copy.deepcopy(items[i % len(items)]) for i in range(count)]
+
+
+# How deep the containers a writer builds go: document → messages → message → contents
+# → block (a MessageBody: document → parts → part).
+FLOOR_DEPTH = {"message-body": 3}
+
+
+def rebuilt(value: Any, depth: int) -> Any:
+    """``value`` with its dicts and lists made anew down to ``depth`` levels (the floor):
+    a comprehension per container, a plain copy at the last level."""
+    if type(value) is dict:
+        if depth == 1:
+            return value.copy()
+        return {key: rebuilt(item, depth - 1) for key, item in value.items()}
+    if type(value) is list:
+        if depth == 1:
+            return value.copy()
+        return [rebuilt(item, depth - 1) for item in value]
+    return value
 
 
 def histories(count: int) -> dict[str, tuple[Any, Callable[[Any], Any] | None]]:
@@ -100,7 +124,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{args.messages:,} messages per format, best of {args.repeat}; ratios against orjson in the same run")
     print(f"{'format':<17}{'MB':>5}{'loads ms':>9}{'read/loads':>11}{'build/loads':>12}{'dumps ms':>9}"
-          f"{'write/dumps':>12}{'records/dumps':>14}{'sdk/build':>10}")
+          f"{'write/dumps':>12}{'records/dumps':>14}{'floor/dumps':>12}{'sdk/build':>10}")
     for name, (document, sdk) in histories(args.messages).items():
         if not args.only or name in args.only:
             measure(name, document, sdk, args.repeat)
@@ -124,9 +148,13 @@ def measure(name: str, document: Any, sdk: Callable[[Any], Any] | None, repeat: 
     dumps = best_of(repeat, lambda: orjson.dumps(parsed))
     write = best_of(repeat, lambda: orjson.dumps(fmt.write(session)))
     records = best_of(repeat, lambda: orjson.dumps(fmt.write(forgetful)))
+    depth = FLOOR_DEPTH.get(name, 5)
+    assert rebuilt(parsed, depth) == parsed
+    floor = best_of(repeat, lambda: orjson.dumps(rebuilt(parsed, depth)))
     sdk_ratio = f"{best_of(1, lambda: sdk(orjson.loads(data))) / build:>9.2f}x" if sdk else f"{'—':>10}"
     print(f"{name:<17}{len(data) / 1e6:>5.1f}{loads * 1e3:>9.1f}{read / loads:>10.1f}x{build / loads:>11.1f}x"
-          f"{dumps * 1e3:>9.1f}{write / dumps:>11.1f}x{records / dumps:>13.1f}x{sdk_ratio}")
+          f"{dumps * 1e3:>9.1f}{write / dumps:>11.1f}x{records / dumps:>13.1f}x"
+          f"{floor / dumps:>11.1f}x{sdk_ratio}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ Nothing reaches a client as a traceback or a bare 500 page: unknown failures are
 ``internal_error`` in the same envelope, answered by :class:`UnexpectedErrorMiddleware`
 inside the app so the server keeps the connection open.  A full disk (the blob folder or
 the database) is 507 ``insufficient_storage``: the transaction rolled back, nothing was
-stored, nothing already stored was touched.
+stored, nothing already stored was touched.  A database that stays busy past its wait
+(another writer holds SQLite's lock) or that refuses or drops the work is 503
+``service_unavailable`` with ``Retry-After``: that transaction rolled back too.
 """
 
 from __future__ import annotations
@@ -73,10 +75,46 @@ def storage_full(error: BaseException) -> bool:
     return False
 
 
+#: SQLite's primary result codes for a database another connection holds
+#: (SQLITE_BUSY, SQLITE_LOCKED), and PostgreSQL's SQLSTATEs (and classes) for a server
+#: that cannot take the work now: a connection failure, too many connections or too little
+#: memory, a lock or statement timeout, a shutdown, a deadlock or serialization victim.
+_SQLITE_BUSY = (5, 6)
+_PG_BUSY_CLASSES = ("08", "53", "57")
+_PG_BUSY_STATES = ("55P03", "40P01", "40001")
+DATABASE_BUSY = "the database cannot take this request now (busy or restarting): nothing was stored; retry later"
+#: Seconds a client is asked to wait after a busy database.
+BUSY_RETRY_AFTER = 1
+
+
+def database_busy(error: BaseException) -> bool:
+    """Whether a failure is the database being busy or away rather than a bug: another
+    writer held SQLite's lock past the busy timeout, or PostgreSQL refused or dropped the
+    work.  The transaction rolled back, so the client may simply retry."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if getattr(current, "connection_invalidated", False):
+            return True
+        code = getattr(current, "sqlite_errorcode", None)
+        if code is not None and code & 0xFF in _SQLITE_BUSY:
+            return True
+        state = getattr(current, "sqlstate", None)
+        if isinstance(state, str) and (state in _PG_BUSY_STATES or state[:2] in _PG_BUSY_CLASSES):
+            return True
+        current = getattr(current, "orig", None) or current.__cause__ or current.__context__
+    return False
+
+
 def unexpected_error_response(method: str, path: str, error: BaseException) -> Response:
     if storage_full(error):
         log.error("storage full on %s %s: %s", method, path, error)
         return error_response(507, "insufficient_storage", STORAGE_FULL)
+    if database_busy(error):
+        log.warning("database busy on %s %s: %s", method, path, error)
+        return error_response(503, "service_unavailable", DATABASE_BUSY,
+                              headers={"Retry-After": str(BUSY_RETRY_AFTER)})
     log.error("unexpected error on %s %s", method, path, exc_info=error)
     return error_response(500, "internal_error", "the server failed to answer this request; it was logged")
 

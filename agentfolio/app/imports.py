@@ -2,10 +2,13 @@
 
 Each file is stored whole or not at all, under an id made from its name and content hash;
 a file already imported (same bytes) is skipped, so an interrupted import resumes by
-running it again. A file in another format than durable state is converted; what the
-conversion could not keep is returned with the outcome, for the caller to show.  An
-OTLP/JSON span export stores each conversation in it as its own session (built as the OTLP
-receiver builds them), each under a hash of the file and the conversation.
+running it again.  Files go a batch at a time: what is stored of a batch is found in one
+query, each new file is parsed and checked once, and the batch is written in one
+transaction (a file refused is reported and the others are stored).  A file in another
+format than durable state is converted; what the conversion could not keep is returned
+with the outcome, for the caller to show.  An OTLP/JSON span export stores each
+conversation in it as its own session (built as the OTLP receiver builds them), each
+under a hash of the file and the conversation.
 """
 
 from __future__ import annotations
@@ -23,14 +26,22 @@ from agentfolio.errors import AgentfolioError
 from agentfolio.formats import durable_state, registry
 from agentfolio.formats.convert import convert
 from agentfolio.formats.errors import FormatError
-from agentfolio.formats.jsonio import DEFAULT_MAX_BYTES, parse_json, read_bytes
+from agentfolio.formats.jsonio import DEFAULT_MAX_BYTES, gc_paused, parse_json, read_bytes
 
 if TYPE_CHECKING:
     from agentfolio.app import Agentfolio
     from agentfolio.formats.losses import Loss
-    from agentfolio.store import Account
+    from agentfolio.store import Account, NewSession
 
 __all__ = ["ImportOutcome", "import_file", "import_files", "importable_files"]
+
+#: Files stored per transaction: the first batch is small, so the first files are committed
+#: (and shown) at once, and each next one twice as large up to the most; a commit per file
+#: costs more than the file's rows, and a batch too large holds its documents in memory
+#: and loses more work when an import is stopped.  A batch also ends at about this many bytes.
+FIRST_BATCH_FILES = 8
+BATCH_FILES = 128
+BATCH_BYTES = 16 * 1024 * 1024
 
 # Session ids: letters, digits, '.', '_' and '-', at most 200 (the store's rule).
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -92,41 +103,122 @@ def _session_id_for(path: Path, digest: str) -> str:
 def import_file(folio: Agentfolio, account: Account, path: Path, *, agent: str | None = None,
                 max_bytes: int = DEFAULT_MAX_BYTES) -> ImportOutcome:
     """Store one file; never raises for a file agentfolio refuses (the outcome says why)."""
+    return _import_batch(folio, account, [_read(path, max_bytes)], agent)[0]
+
+
+@dataclass
+class _Read:
+    """A file's bytes and their SHA-256, or why it could not be read."""
+
+    path: Path
+    data: bytes = b""
+    digest: str = ""
+    error: AgentfolioError | None = None
+
+
+def _read(path: Path, max_bytes: int) -> _Read:
+    try:
+        data = read_bytes(path, max_bytes=max_bytes)
+    except AgentfolioError as error:
+        return _Read(path, error=error)
+    return _Read(path, data, hashlib.sha256(data).hexdigest())
+
+
+def _read_batches(files: Iterable[Path], max_bytes: int) -> Iterator[list[_Read]]:
+    """The files read, in batches of FIRST_BATCH_FILES files, then twice as many each time
+    up to BATCH_FILES, each ending early at about BATCH_BYTES bytes."""
+    batch: list[_Read] = []
+    size, most = 0, FIRST_BATCH_FILES
+    for path in files:
+        batch.append(_read(path, max_bytes))
+        size += len(batch[-1].data)
+        if len(batch) >= most or size >= BATCH_BYTES:
+            yield batch
+            batch, size, most = [], 0, min(most * 2, BATCH_FILES)
+    if batch:
+        yield batch
+
+
+def _failure(path: Path, error: AgentfolioError) -> ImportOutcome:
+    message = error.one_line() if hasattr(error, "one_line") else error.message
+    pointer = getattr(error, "pointer", None)
+    if pointer and pointer not in message:
+        message = f"{pointer}: {message}"
+    if not message.startswith(str(path)):
+        message = f"{path}: {message}"
+    return ImportOutcome(path, "failed", error=message)
+
+
+def _import_batch(folio: Agentfolio, account: Account, batch: list[_Read], agent: str | None) -> list[ImportOutcome]:
+    """Store a batch of files read: what is already stored is found in one query, each new
+    file is parsed and checked once, and every one that can be stored is written in one
+    transaction.  The outcomes, in the batch's order."""
+    from agentfolio.store import AlreadyExists
+
+    durable = [item.digest for item in batch if item.error is None and not looks_like_span_file(item.data)]
+    stored = folio.sessions.find_imported_many(account, durable) if durable else {}
+    outcomes: list[ImportOutcome] = []
+    new: list[tuple[ImportOutcome, NewSession]] = []
+    first_of: dict[str, ImportOutcome] = {}  # digest → the outcome of the batch's first file with those bytes
+    copies: list[tuple[ImportOutcome, ImportOutcome]] = []
+    with gc_paused():  # a batch's documents make a heap that each collection would walk again
+        for item in batch:
+            try:
+                if item.error is not None:
+                    raise item.error
+                if looks_like_span_file(item.data):
+                    outcomes.append(_import_span_file(folio, account, item.path, item.data, item.digest, agent))
+                elif item.digest in stored:
+                    outcomes.append(ImportOutcome(item.path, "skipped", stored[item.digest]))
+                elif item.digest in first_of:
+                    outcomes.append(ImportOutcome(item.path, "skipped"))
+                    copies.append((outcomes[-1], first_of[item.digest]))
+                else:
+                    outcome, prepared = _prepare(folio, account, item, agent)
+                    outcomes.append(outcome)
+                    first_of[item.digest] = outcome
+                    new.append((outcome, prepared))
+            except AgentfolioError as error:
+                outcomes.append(_failure(item.path, error))
+    try:
+        folio.sessions.create_many(account, [prepared for _, prepared in new])
+    except AlreadyExists:
+        # Another import stored one of these meanwhile: store them one at a time.
+        for outcome, prepared in new:
+            _store_alone(folio, account, outcome, prepared)
+    for copy, first in copies:
+        copy.session_id = first.session_id
+    return outcomes
+
+
+def _prepare(folio: Agentfolio, account: Account, item: _Read, agent: str | None) -> tuple[ImportOutcome, NewSession]:
+    """Parse the file once, convert it to durable state if it is in another format, and
+    check and cut it into rows (FormatError or InvalidInput when it cannot be stored)."""
+    source = str(item.path)
+    document = parse_json(item.data, source=source)
+    source_format = registry.detect(document, source=source).name
+    losses: list[Loss] = []
+    if source_format != durable_state.FORMAT.name:
+        conversion = convert(document, to=durable_state.FORMAT.name, from_=source_format, strict_read=False,
+                             source=source)
+        document, losses = conversion.result, conversion.losses
+    prepared = folio.sessions.prepare(account, document, session_id=_session_id_for(item.path, item.digest),
+                                      agent=agent or guess_agent(document), source_hash=item.digest, strict=False)
+    return ImportOutcome(item.path, "stored", prepared.session_id, source_format, losses), prepared
+
+
+def _store_alone(folio: Agentfolio, account: Account, outcome: ImportOutcome, prepared: NewSession) -> None:
     from agentfolio.store import AlreadyExists
 
     try:
-        data = read_bytes(path, max_bytes=max_bytes)
-        digest = hashlib.sha256(data).hexdigest()
-        if looks_like_span_file(data):
-            return _import_span_file(folio, account, path, data, digest, agent)
-        existing = folio.sessions.find_imported(account, digest)
+        folio.sessions.create_many(account, [prepared])
+    except AlreadyExists as error:
+        existing = folio.sessions.find_imported(account, prepared.row["source_hash"])
         if existing:
-            return ImportOutcome(path, "skipped", existing)
-        document = parse_json(data, source=str(path))
-        source_format = registry.detect(document, source=str(path)).name
-        losses: list[Loss] = []
-        if source_format != durable_state.FORMAT.name:
-            conversion = convert(document, to=durable_state.FORMAT.name, from_=source_format, strict_read=False,
-                                 source=str(path))
-            document, losses = conversion.result, conversion.losses
-        try:
-            created = folio.sessions.create(account, document, session_id=_session_id_for(path, digest),
-                                            agent=agent or guess_agent(document), source_hash=digest,
-                                            strict=False)
-        except AlreadyExists:
-            existing = folio.sessions.find_imported(account, digest)
-            if existing:
-                return ImportOutcome(path, "skipped", existing, source_format)
-            raise
-        return ImportOutcome(path, "stored", created.session.id, source_format, losses)
-    except AgentfolioError as error:
-        message = error.one_line() if hasattr(error, "one_line") else error.message
-        pointer = getattr(error, "pointer", None)
-        if pointer and pointer not in message:
-            message = f"{pointer}: {message}"
-        if not message.startswith(str(path)):
-            message = f"{path}: {message}"
-        return ImportOutcome(path, "failed", error=message)
+            outcome.status, outcome.session_id, outcome.losses = "skipped", existing, []
+        else:
+            outcome.status, outcome.session_id, outcome.losses = "failed", None, []
+            outcome.error = f"{outcome.path}: {error.message}"
 
 
 def _import_span_file(folio: Agentfolio, account: Account, path: Path, data: bytes, digest: str,
@@ -164,14 +256,17 @@ def import_files(folio: Agentfolio, account: Account, paths: Iterable[str | os.P
                  on_start: Callable[[int], None] | None = None,
                  on_file: Callable[[ImportOutcome], None] | None = None) -> list[ImportOutcome]:
     """Import every file named (folders searched for ``*.json``). ``on_start`` gets the file
-    count, ``on_file`` each outcome as it is committed (progress, streaming output)."""
+    count, ``on_file`` each outcome once it is committed (progress, streaming output).
+
+    Files are stored a batch at a time, each batch in one transaction: an import stopped
+    part-way keeps every batch committed before, and running it again skips those."""
     files = list(importable_files(paths))
     if on_start is not None:
         on_start(len(files))
     outcomes = []
-    for path in files:
-        outcome = import_file(folio, account, path, agent=agent, max_bytes=max_bytes)
-        outcomes.append(outcome)
-        if on_file is not None:
-            on_file(outcome)
+    for batch in _read_batches(files, max_bytes):
+        for outcome in _import_batch(folio, account, batch, agent):
+            outcomes.append(outcome)
+            if on_file is not None:
+                on_file(outcome)
     return outcomes

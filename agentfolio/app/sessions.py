@@ -15,7 +15,7 @@ from agentfolio.store.sessions import SESSION_ID, SESSION_ID_RULE, SessionCursor
 if TYPE_CHECKING:
     from agentfolio.formats.losses import Loss
     from agentfolio.present.activity import ActivityPoint
-    from agentfolio.store import Account, Appended, Created, Store
+    from agentfolio.store import Account, Appended, Created, NewSession, Store
 
 __all__ = ["SESSION_ID", "SESSION_ID_RULE", "SESSION_SORTS", "Exported", "NotRepresentableError", "SessionInfo",
            "SessionService"]
@@ -51,6 +51,17 @@ class SessionService:
                source_hash: str | None = None, strict: bool = True) -> Created:
         return self._sessions.of(account).create(document, session_id=session_id, agent=agent,
                                      source_hash=source_hash, strict=strict)
+
+    def prepare(self, account: Account, document: Any, *, session_id: str | None = None, agent: str | None = None,
+                source_hash: str | None = None, strict: bool = True) -> NewSession:
+        """Check a durable state and cut it into its rows, writing nothing (InvalidInput when
+        it cannot be stored); :meth:`create_many` stores many such in one transaction."""
+        return self._sessions.of(account).prepare(document, session_id=session_id, agent=agent,
+                                                  source_hash=source_hash, strict=strict)
+
+    def create_many(self, account: Account, new: Sequence[NewSession]) -> None:
+        """Store prepared sessions together, or none of them (AlreadyExists)."""
+        self._sessions.of(account).create_prepared(new)
 
     def info(self, account: Account, session_id: str) -> SessionInfo:
         return self._sessions.of(account).info(session_id)
@@ -146,6 +157,10 @@ class SessionService:
     def find_imported(self, account: Account, source_hash: str) -> str | None:
         """The id of the session imported from a file with this SHA-256, if any."""
         return self._sessions.of(account).exists_source(source_hash)
+
+    def find_imported_many(self, account: Account, source_hashes: Sequence[str]) -> dict[str, str]:
+        """Of these SHA-256s, those a session was imported from: hash → session id."""
+        return self._sessions.of(account).sources_stored(source_hashes)
 
     def expire(self) -> int:
         """Remove sessions idle for longer than the configured TTL; how many were removed."""

@@ -8,6 +8,7 @@ so ``"/a\\n"`` is not a name.
 
 from __future__ import annotations
 
+import functools
 import re
 
 NAME_CHARS = "A-Za-z0-9._\\-"
@@ -69,6 +70,9 @@ def is_valid_name(name: object) -> bool:
     return isinstance(name, str) and _NAME_RE.fullmatch(name) is not None
 
 
+# Cached: a long body or history names the same few content types on every part (a
+# malformed one raises each time, and is not cached).
+@functools.lru_cache(maxsize=1024)
 def content_type_essence(content_type: str) -> str:
     """``"Text/Plain; charset=utf-8"`` -> ``"text/plain"``; raise ValueError if malformed."""
     essence = content_type.split(";", 1)[0].strip().lower()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import itertools
 import zlib
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -43,6 +44,7 @@ from agentfolio.formats.losses import ConvertOptions, Lowered, Origin, Recorder,
 from agentfolio.formats.provider import (
     FORM_KEY,
     Target,
+    add_extras,
     build,
     check_type,
     data_url,
@@ -61,6 +63,7 @@ from agentfolio.model import (
     FunctionCallContent,
     FunctionResultContent,
     Message,
+    OpaqueContent,
     PartContent,
     ResponseEntry,
     Session,
@@ -489,28 +492,57 @@ def _write_artifact(message: Message, pointer: str) -> Any:
 
 
 def write_part(content: Any, pointer: str) -> Any:
-    extra = dict(content.extra)
-    typed = extra.pop(FORM_KEY, None) == "typed"
-    if is_kept_whole(NAME, content):
+    if type(content) is OpaqueContent and is_kept_whole(NAME, content):
         return kept_value(content)
-    if isinstance(content, TextContent) and content.text is not None:
-        return {"text": content.text, **extra}
-    if isinstance(content, DataContent) and content.uri and content.uri.startswith(_JSON_PREFIX):
+    writer = _PART_WRITERS.get(type(content))
+    part = writer(content, pointer) if writer is not None else None
+    if part is None:
+        raise FormatError(f"a {getattr(content, 'kind', '?')!r} content of this shape has no A2A part form; "
+                          "convert the session", pointer=pointer)
+    return part
+
+
+# One writer per kind, picked by the content's class (one dict lookup per part of a long
+# history, not a chain of isinstance tests); None: no A2A form.
+
+def _text_part(content: TextContent, pointer: str) -> Any:
+    return None if content.text is None else add_extras({"text": content.text}, content)
+
+
+def _data_part(content: DataContent, pointer: str) -> Any:
+    uri = content.uri
+    if uri and uri.startswith(_JSON_PREFIX):
         try:
-            value = _json.loads(unquote(content.uri[len(_JSON_PREFIX):]))
+            value = _json.loads(unquote(uri[len(_JSON_PREFIX):]))
         except orjson.JSONDecodeError:
             raise FormatError("a JSON data part that is not JSON", pointer=pointer) from None
-        return {"data": value, **({"mediaType": "application/json"} if typed else {}), **extra}
-    if isinstance(content, DataContent) and content.media_type:
-        data = split_data_url(content.uri, content.media_type)
-        if data is not None:
-            return {"raw": data, "mediaType": content.media_type, **extra}
-    if isinstance(content, UriContent) and content.uri and content.media_type:
-        return {"url": content.uri, "mediaType": content.media_type, **extra}
-    if isinstance(content, PartContent):
-        return _write_named_part(content, extra, pointer)
-    raise FormatError(f"a {getattr(content, 'kind', '?')!r} content of this shape has no A2A part form; "
-                      "convert the session", pointer=pointer)
+        part: dict[str, Any] = {"data": value}
+        if form(content) == "typed":
+            part["mediaType"] = "application/json"
+    elif content.media_type:
+        data = split_data_url(uri, content.media_type)
+        if data is None:
+            return None
+        part = {"raw": data, "mediaType": content.media_type}
+    else:
+        return None
+    return add_extras(part, content)
+
+
+def _uri_part(content: UriContent, pointer: str) -> Any:
+    if not content.uri or not content.media_type:
+        return None
+    part = {"url": content.uri, "mediaType": content.media_type}
+    return add_extras(part, content)
+
+
+def _part_part(content: PartContent, pointer: str) -> Any:
+    return _write_named_part(content, extras_without_form(content), pointer)
+
+
+_PART_WRITERS: dict[type, Callable[[Any, str], Any]] = {
+    TextContent: _text_part, DataContent: _data_part, UriContent: _uri_part, PartContent: _part_part,
+}
 
 
 def _write_named_part(content: PartContent, extra: dict[str, Any], pointer: str) -> Any:

@@ -27,6 +27,7 @@ message (``id`` → messageId, ``usage`` → the entry's usage, cache counts in 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 from agentfolio.formats.base import FunctionFormat, ReadResult, read_lazily
@@ -35,6 +36,7 @@ from agentfolio.formats.losses import ConvertOptions, Lowered, Origin, Recorder,
 from agentfolio.formats.provider import (
     FORM_KEY,
     Target,
+    add_extras,
     build,
     check_type,
     data_url,
@@ -434,35 +436,62 @@ def _write_content(message: Message, pointer: str) -> str | list[Any]:
 
 def write_block(content: Any, pointer: str) -> Any:
     """One canonical content as a content block (FormatError when it has no Anthropic form)."""
-    extra = extras_without_form(content)
-    if isinstance(content, OpaqueContent):
-        if is_kept_whole(NAME, content):
-            return kept_value(content)
-    elif isinstance(content, TextContent) and content.text is not None:
-        block: dict[str, Any] = {"type": "text", "text": content.text}
-        if content.annotations is not None:
-            block["citations"] = [_write_citation(a) for a in content.annotations]
-        return {**block, **extra}
-    elif isinstance(content, ReasoningContent):
-        if content.text is None and content.protected_data is not None:
-            return {"type": "redacted_thinking", "data": content.protected_data, **extra}
-        return {"type": "thinking", "thinking": content.text or "", "signature": content.protected_data or "",
-                **extra}
-    elif isinstance(content, FunctionCallContent) and isinstance(content.arguments, dict) and (
-            content.call_id is not None and content.name is not None):
-        kind = "server_tool_use" if content.informational_only else "tool_use"
-        return {"type": kind, "id": content.call_id, "name": content.name, "input": content.arguments, **extra}
-    elif isinstance(content, FunctionResultContent) and content.call_id is not None:
-        block = {"type": "tool_result", "tool_use_id": content.call_id}
-        if "result" in content.model_fields_set:
-            block["content"] = content.result
-        return {**block, **extra}
-    elif isinstance(content, (DataContent, UriContent, HostedFileContent)):
-        media = _write_media(content, extra)
-        if media is not None:
-            return media
-    raise FormatError(f"a {getattr(content, 'kind', '?')!r} content of this shape has no Anthropic form; "
-                      "convert the session", pointer=pointer)
+    if type(content) is OpaqueContent and is_kept_whole(NAME, content):
+        return kept_value(content)  # may be any JSON value, null included
+    writer = _BLOCK_WRITERS.get(type(content))
+    block = writer(content) if writer is not None else None
+    if block is None:
+        raise FormatError(f"a {getattr(content, 'kind', '?')!r} content of this shape has no Anthropic form; "
+                          "convert the session", pointer=pointer)
+    return block
+
+
+# One writer per kind, picked by the content's class (a long history writes each block
+# through one dict lookup, not a chain of isinstance tests); None: no Anthropic form.
+
+def _text_block(content: TextContent) -> Any:
+    if content.text is None:
+        return None
+    block: dict[str, Any] = {"type": "text", "text": content.text}
+    if content.annotations is not None:
+        block["citations"] = [_write_citation(a) for a in content.annotations]
+    return add_extras(block, content)
+
+
+def _reasoning_block(content: ReasoningContent) -> Any:
+    if content.text is None and content.protected_data is not None:
+        block = {"type": "redacted_thinking", "data": content.protected_data}
+    else:
+        block = {"type": "thinking", "thinking": content.text or "", "signature": content.protected_data or ""}
+    return add_extras(block, content)
+
+
+def _call_block(content: FunctionCallContent) -> Any:
+    if not isinstance(content.arguments, dict) or content.call_id is None or content.name is None:
+        return None
+    block = {"type": "server_tool_use" if content.informational_only else "tool_use", "id": content.call_id,
+             "name": content.name, "input": content.arguments}
+    return add_extras(block, content)
+
+
+def _result_block(content: FunctionResultContent) -> Any:
+    if content.call_id is None:
+        return None
+    block = {"type": "tool_result", "tool_use_id": content.call_id}
+    if "result" in content.__pydantic_fields_set__:
+        block["content"] = content.result
+    return add_extras(block, content)
+
+
+def _media_block(content: Any) -> Any:
+    return _write_media(content, extras_without_form(content))
+
+
+_BLOCK_WRITERS: dict[type, Callable[[Any], Any]] = {
+    TextContent: _text_block, ReasoningContent: _reasoning_block,
+    FunctionCallContent: _call_block, FunctionResultContent: _result_block, DataContent: _media_block,
+    UriContent: _media_block, HostedFileContent: _media_block,
+}
 
 
 def _write_media(content: Any, extra: dict[str, Any]) -> dict[str, Any] | None:
@@ -483,13 +512,20 @@ def _write_media(content: Any, extra: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _write_citation(annotation: Any) -> Any:
-    if isinstance(annotation, Citation):
-        title_key = "document_title" if annotation.extra.get("type") in _DOCUMENT_CITATIONS else "title"
-        written = {wire: value for wire, value in ((title_key, annotation.title), ("url", annotation.url),
-                                                   ("file_id", annotation.file_id),
-                                                   ("cited_text", annotation.snippet)) if value is not None}
-        return {**written, **annotation.extra}
-    return annotation.extra.get("value")
+    extra = annotation.__pydantic_extra__ or {}
+    if type(annotation) is Citation:
+        written: dict[str, Any] = {}
+        if annotation.title is not None:
+            written["document_title" if extra.get("type") in _DOCUMENT_CITATIONS else "title"] = annotation.title
+        if annotation.url is not None:
+            written["url"] = annotation.url
+        if annotation.file_id is not None:
+            written["file_id"] = annotation.file_id
+        if annotation.snippet is not None:
+            written["cited_text"] = annotation.snippet
+        written.update(extra)
+        return written
+    return extra.get("value")
 
 
 # -- lowering -----------------------------------------------------------------------------

@@ -24,6 +24,7 @@ keeps unknown properties (durable state, agentfolio's own JSON) and come back.  
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agentfolio.formats.base import FunctionFormat, ReadResult, read_lazily
@@ -32,12 +33,14 @@ from agentfolio.formats.losses import ConvertOptions, Lowered, Origin, Recorder,
 from agentfolio.formats.provider import (
     FORM_KEY,
     Target,
+    add_extras,
     build,
     call_names,
     check_type,
     data_url,
     extras_without_form,
     flag_foreign_signature,
+    form,
     is_kept_whole,
     json_arguments,
     kept_value,
@@ -378,7 +381,7 @@ def _write_candidate(message: Message, pointer: str, k: dict[str, str]) -> Any:
 
 def _write_content(message: Message, pointer: str, k: dict[str, str]) -> dict[str, Any]:
     written: dict[str, Any] = {}
-    form_value = message.extra.get(FORM_KEY)
+    form_value = form(message)
     if isinstance(form_value, dict) and "role" in form_value:
         written["role"] = form_value["role"]
     elif message.role is not None:
@@ -393,46 +396,88 @@ def _write_parts(message: Message, pointer: str, k: dict[str, str]) -> list[Any]
 
 
 def write_part(content: Any, pointer: str, k: dict[str, str] = CAMEL) -> Any:
-    extra = dict(content.extra)
-    extra.pop(FORM_KEY, None)
-    if isinstance(content, OpaqueContent) and is_kept_whole(NAME, content):
+    if type(content) is OpaqueContent and is_kept_whole(NAME, content):
         return kept_value(content)
-    if isinstance(content, TextContent) and content.text is not None:
-        return {"text": content.text, **extra}
-    if isinstance(content, ReasoningContent):
-        signature = {k["thought_signature"]: content.protected_data} if content.protected_data is not None else {}
-        return {"text": content.text or "", "thought": True, **signature, **extra}
-    if isinstance(content, DataContent):
-        data = split_data_url(content.uri, content.media_type)
-        if data is not None:
-            return {k["inline_data"]: {k["mime_type"]: content.media_type, "data": data}, **extra}
-    if isinstance(content, UriContent) and content.uri is not None:
-        file = {k["file_uri"]: content.uri}
-        if content.media_type is not None:
-            file[k["mime_type"]] = content.media_type
-        return {k["file_data"]: file, **extra}
-    if isinstance(content, FunctionCallContent) and content.name is not None:
-        if content.informational_only and content.name == CODE_EXECUTION and isinstance(content.arguments, dict) \
-                and content.call_id is None:
-            return {k["executable_code"]: content.arguments, **extra}
+    writer = _PART_WRITERS.get(type(content))
+    part = writer(content, k) if writer is not None else None
+    if part is None:
+        raise FormatError(f"a {getattr(content, 'kind', '?')!r} content of this shape has no Gemini form; "
+                          "convert the session", pointer=pointer)
+    if part is _ARGS_NOT_OBJECT:
+        raise FormatError("a function call's args are an object; convert the session", pointer=pointer)
+    return part
+
+
+# One writer per kind, picked by the content's class (one dict lookup per part of a long
+# history, not a chain of isinstance tests); None: no Gemini form.
+
+def _text_part(content: TextContent, k: dict[str, str]) -> Any:
+    return None if content.text is None else add_extras({"text": content.text}, content)
+
+
+def _reasoning_part(content: ReasoningContent, k: dict[str, str]) -> Any:
+    part: dict[str, Any] = {"text": content.text or "", "thought": True}
+    if content.protected_data is not None:
+        part[k["thought_signature"]] = content.protected_data
+    return add_extras(part, content)
+
+
+def _data_part(content: DataContent, k: dict[str, str]) -> Any:
+    data = split_data_url(content.uri, content.media_type)
+    if data is None:
+        return None
+    part: dict[str, Any] = {k["inline_data"]: {k["mime_type"]: content.media_type, "data": data}}
+    return add_extras(part, content)
+
+
+def _uri_part(content: UriContent, k: dict[str, str]) -> Any:
+    if content.uri is None:
+        return None
+    file = {k["file_uri"]: content.uri}
+    if content.media_type is not None:
+        file[k["mime_type"]] = content.media_type
+    part: dict[str, Any] = {k["file_data"]: file}
+    return add_extras(part, content)
+
+
+# A function call whose arguments are not an object: refused with its own reason.
+_ARGS_NOT_OBJECT: dict[str, Any] = {}
+
+
+def _call_part(content: FunctionCallContent, k: dict[str, str]) -> Any:
+    if content.name is None:
+        return None
+    if content.informational_only and content.name == CODE_EXECUTION and isinstance(content.arguments, dict) \
+            and content.call_id is None:
+        part: dict[str, Any] = {k["executable_code"]: content.arguments}
+    else:
         call: dict[str, Any] = {"name": content.name}
-        if "arguments" in content.model_fields_set:
+        if "arguments" in content.__pydantic_fields_set__:
             if not isinstance(content.arguments, dict):
-                raise FormatError("a function call's args are an object; convert the session", pointer=pointer)
+                return _ARGS_NOT_OBJECT
             call["args"] = content.arguments
         if content.call_id is not None:
             call["id"] = content.call_id
-        return {k["function_call"]: call, **extra}
-    if isinstance(content, FunctionResultContent):
-        if isinstance(extra.get("name"), str) and isinstance(content.result, dict):
-            response = {"name": extra.pop("name"), "response": content.result}
-            if content.call_id is not None:
-                response["id"] = content.call_id
-            return {k["function_response"]: response, **extra}
-        if content.call_id is None and "name" not in extra and isinstance(content.result, dict):
-            return {k["code_execution_result"]: content.result, **extra}
-    raise FormatError(f"a {getattr(content, 'kind', '?')!r} content of this shape has no Gemini form; "
-                      "convert the session", pointer=pointer)
+        part = {k["function_call"]: call}
+    return add_extras(part, content)
+
+
+def _result_part(content: FunctionResultContent, k: dict[str, str]) -> Any:
+    extra = extras_without_form(content)
+    if isinstance(extra.get("name"), str) and isinstance(content.result, dict):
+        response = {"name": extra.pop("name"), "response": content.result}
+        if content.call_id is not None:
+            response["id"] = content.call_id
+        return {k["function_response"]: response, **extra}
+    if content.call_id is None and "name" not in extra and isinstance(content.result, dict):
+        return {k["code_execution_result"]: content.result, **extra}
+    return None
+
+
+_PART_WRITERS: dict[type, Callable[[Any, dict[str, str]], Any]] = {
+    TextContent: _text_part, ReasoningContent: _reasoning_part, DataContent: _data_part, UriContent: _uri_part,
+    FunctionCallContent: _call_part, FunctionResultContent: _result_part,
+}
 
 
 # -- lowering -----------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from agentfolio.formats.losses import ConvertOptions, Lowered, Origin, Recorder,
 from agentfolio.formats.provider import (
     FORM_KEY,
     Target,
+    add_extras,
     build,
     check_type,
     data_url,
@@ -254,10 +255,15 @@ def _refuse(content: Any, pointer: str) -> Any:
                       "convert the session", pointer=pointer)
 
 
+_NO_FORMS: frozenset[str] = frozenset()
+
+
 def _write_message(message: Message, pointer: str) -> Any:
-    forms = set(form(message).split()) if isinstance(form(message), str) else set()
-    if "item" in forms and len(message.items) == 1 and is_kept_whole(NAME, message.items[0]):
-        return kept_value(message.items[0])
+    spelled = form(message)
+    forms = set(spelled.split()) if isinstance(spelled, str) else _NO_FORMS
+    items = message.items
+    if "item" in forms and len(items) == 1 and is_kept_whole(NAME, items[0]):
+        return kept_value(items[0])
     kind = TYPE_OF_ROLE.get(message.role or "")
     if kind is None:
         raise FormatError(f"role {message.role!r} has no LangChain message type; convert the session",
@@ -265,30 +271,34 @@ def _write_message(message: Message, pointer: str) -> Any:
     data: dict[str, Any] = {}
     blocks: list[Any] = []
     calls: list[Any] = []
-    for index, content in enumerate(message.items):
-        where = f"{pointer}/contents/{index}"
-        if isinstance(content, FunctionResultContent):
-            if kind != "tool" or len(message.items) != 1 or content.call_id is None:
-                _refuse(content, where)
+    # Tested by exact class (the model's kinds have no subclasses) and pointers made only
+    # to refuse: this runs once per content of a long history.
+    for index, content in enumerate(items):
+        if type(content) is FunctionResultContent:
+            if kind != "tool" or len(items) != 1 or content.call_id is None:
+                _refuse(content, f"{pointer}/contents/{index}")
             data["content"] = content.result
             data["tool_call_id"] = content.call_id
-            data.update(content.extra)
-        elif isinstance(content, FunctionCallContent):
+            data.update(content.__pydantic_extra__ or {})
+        elif type(content) is FunctionCallContent:
             if content.name is None or not isinstance(content.arguments, dict):
-                _refuse(content, where)
-            extra = dict(content.extra)
-            typed = {} if extra.pop(FORM_KEY, None) == "untyped" else {"type": "tool_call"}
-            call = {"name": content.name, "args": content.arguments,
-                    **({"id": content.call_id} if "call_id" in content.model_fields_set else {}), **typed}
-            calls.append({**call, **extra})
-        elif isinstance(content, UsageContent) and content.usage is not None:
+                _refuse(content, f"{pointer}/contents/{index}")
+            extra = dict(content.__pydantic_extra__ or {})
+            call = {"name": content.name, "args": content.arguments}
+            if "call_id" in content.__pydantic_fields_set__:
+                call["id"] = content.call_id
+            if extra.pop(FORM_KEY, None) != "untyped":
+                call["type"] = "tool_call"
+            call.update(extra)
+            calls.append(call)
+        elif type(content) is UsageContent and content.usage is not None:
             usage = content.usage
             data["usage_metadata"] = {**{w: v for w, v in (("input_tokens", usage.input_token_count),
                                                            ("output_tokens", usage.output_token_count),
                                                            ("total_tokens", usage.total_token_count))
                                          if v is not None}, **usage.extra}
         else:
-            blocks.append(_write_block(content, where))
+            blocks.append(_write_block(content, f"{pointer}/contents/{index}"))
     if "content" not in data:
         plain = len(blocks) == 1 and isinstance(blocks[0], dict) and set(blocks[0]) == {"type", "text"} and blocks[
             0]["type"] == "text"
@@ -299,21 +309,20 @@ def _write_message(message: Message, pointer: str) -> Any:
         data["name"] = message.author_name
     if message.message_id is not None:
         data["id"] = message.message_id
-    if calls or (kind == "ai" and "tool_calls" not in message.extra and "no-calls" not in forms):
+    if calls or (kind == "ai" and "tool_calls" not in (message.__pydantic_extra__ or {}) and "no-calls" not in forms):
         data["tool_calls"] = calls
     data.update(extras_without_form(message))
     return {"type": kind, "data": data}
 
 
 def _write_block(content: Any, pointer: str) -> Any:
-    extra = dict(content.extra)
-    extra.pop(FORM_KEY, None)
-    if isinstance(content, OpaqueContent) and is_kept_whole(NAME, content):
+    if type(content) is OpaqueContent and is_kept_whole(NAME, content):
         return kept_value(content)
-    if isinstance(content, TextContent) and content.text is not None:
-        return {"type": "text", "text": content.text, **extra}
-    if isinstance(content, ReasoningContent) and content.text is not None:
-        return {"type": "reasoning", "reasoning": content.text, **extra}
+    if type(content) is TextContent and content.text is not None:
+        return add_extras({"type": "text", "text": content.text}, content)
+    if type(content) is ReasoningContent and content.text is not None:
+        return add_extras({"type": "reasoning", "reasoning": content.text}, content)
+    extra = extras_without_form(content)
     media_type = getattr(content, "media_type", None)
     kind = next((m for m in _MEDIA[:3] if (media_type or "").startswith(m + "/")), "file")
     kind = extra.pop("type", kind)

@@ -143,16 +143,18 @@ def model_pointer(*steps: str | int) -> str:
     return json_pointer(steps)
 
 
+# Spelled out rather than escaped step by step: the steps are our own names and indexes,
+# which need no escaping, and writers make one of these per message.
 def entry_pointer(entry_index: int) -> str:
-    return model_pointer("data", "conversationHistory", entry_index)
+    return f"/data/conversationHistory/{entry_index}"
 
 
 def message_pointer(entry_index: int, message_index: int) -> str:
-    return model_pointer("data", "conversationHistory", entry_index, "messages", message_index)
+    return f"/data/conversationHistory/{entry_index}/messages/{message_index}"
 
 
 def content_pointer(entry_index: int, message_index: int, content_index: int) -> str:
-    return message_pointer(entry_index, message_index) + model_pointer("contents", content_index)
+    return f"/data/conversationHistory/{entry_index}/messages/{message_index}/contents/{content_index}"
 
 
 def set_fields(record: Any, skip: Iterable[str] = ()) -> list[str]:

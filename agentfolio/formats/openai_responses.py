@@ -415,25 +415,29 @@ def write_items(message: Message, pointer: str) -> list[Any]:
             items.append(_message_item(message, list(parts)))
             parts.clear()
 
+    as_items = form(message) == "item"
+    role = message.role
+    # Tested by exact class (the model's kinds have no subclasses): this runs once per
+    # content of a long history.
     for index, content in enumerate(message.items):
-        where = f"{pointer}/contents/{index}"
-        if isinstance(content, OpaqueContent) and form(message) == "item":
+        if type(content) is OpaqueContent and as_items:
             flush()
-            items.append(kept_value(content) if is_kept_whole(NAME, content) else _refuse(content, where))
-        elif isinstance(content, FunctionCallContent):
+            items.append(kept_value(content) if is_kept_whole(NAME, content)
+                         else _refuse(content, f"{pointer}/contents/{index}"))
+        elif type(content) is FunctionCallContent:
             flush()
-            items.append(_write_call(content, where))
-        elif isinstance(content, FunctionResultContent):
+            items.append(_write_call(content, f"{pointer}/contents/{index}"))
+        elif type(content) is FunctionResultContent:
             flush()
             if content.call_id is None or not isinstance(content.result, (str, list)):
-                _refuse(content, where)
+                _refuse(content, f"{pointer}/contents/{index}")
             items.append({"type": "function_call_output", "call_id": content.call_id, "output": content.result,
-                          **content.extra})
-        elif isinstance(content, ReasoningContent):
+                          **(content.__pydantic_extra__ or {})})
+        elif type(content) is ReasoningContent:
             flush()
             items.append(_write_reasoning(content))
         else:
-            parts.append(_write_part(content, message.role, where))
+            parts.append(_write_part(content, role, f"{pointer}/contents/{index}"))
     flush()
     if not message.items and message.role is not None:
         items.append(_message_item(message, []))
@@ -457,11 +461,11 @@ def _message_item(message: Message, parts: list[Any]) -> dict[str, Any]:
 
 
 def _write_call(call: FunctionCallContent, pointer: str) -> dict[str, Any]:
-    extra = dict(call.extra)
+    extra = dict(call.__pydantic_extra__ or {})
     if call.informational_only:
         if "type" in extra:  # an item naming its own type (mcp_call): name and arguments are its own
             mapped = {"id": call.call_id, "name": call.name,
-                      **({"arguments": call.arguments} if "arguments" in call.model_fields_set else {})}
+                      **({"arguments": call.arguments} if "arguments" in call.__pydantic_fields_set__ else {})}
             return {**mapped, **extra}
         return {"type": f"{call.name}_call", "id": call.call_id, **extra}
     if call.call_id is None or call.name is None or not isinstance(call.arguments, str):
@@ -479,10 +483,10 @@ def _write_reasoning(content: ReasoningContent) -> dict[str, Any]:
 
 
 def _write_part(content: Any, role: str | None, pointer: str) -> Any:
-    extra = dict(content.extra)
-    if isinstance(content, OpaqueContent) and is_kept_whole(NAME, content):
+    extra = content.__pydantic_extra__ or {}
+    if type(content) is OpaqueContent and is_kept_whole(NAME, content):
         return kept_value(content)
-    if isinstance(content, TextContent) and content.text is not None:
+    if type(content) is TextContent and content.text is not None:
         part: dict[str, Any] = {"type": _text_type(role), "text": content.text}
         if content.annotations is not None:
             part["annotations"] = [a.extra.get("value") if isinstance(a, OpaqueContent) else

@@ -107,16 +107,22 @@ def kept_whole(fmt: str, block: Any, kind: str | None = None) -> OpaqueContent:
 
 
 def is_kept_whole(fmt: str, content: Any) -> TypeGuard[OpaqueContent]:
-    tag = content.extra.get("$type") if isinstance(content, OpaqueContent) else None
-    return isinstance(tag, str) and tag.startswith(fmt + ".") and "value" in content.extra
+    if type(content) is not OpaqueContent:
+        return False
+    extra = content.__pydantic_extra__ or {}
+    tag = extra.get("$type")
+    return isinstance(tag, str) and tag.startswith(fmt) and tag[len(fmt):len(fmt) + 1] == "." and "value" in extra
 
 
 def kept_value(content: Record) -> Any:
-    return content.extra.get("value")
+    return (content.__pydantic_extra__ or {}).get("value")
 
 
+# The helpers below read ``__pydantic_extra__`` itself rather than the read-only
+# ``extra`` view: writers call them once per block of a long history.
 def form(record: Any) -> Any:
-    return record.extra.get(FORM_KEY)
+    extra = record.__pydantic_extra__
+    return extra.get(FORM_KEY) if extra else None
 
 
 # -- reasoning signatures ------------------------------------------------------------------
@@ -155,7 +161,20 @@ def flag_foreign_signature(rec: Recorder, source: Any, content: Any, pointer: st
 
 
 def extras_without_form(record: Any) -> dict[str, Any]:
-    return {k: v for k, v in record.extra.items() if k != FORM_KEY}
+    """A new dict of the record's unknown properties, our ``$form`` left out."""
+    extra: dict[str, Any] | None = record.__pydantic_extra__
+    if not extra:
+        return {}
+    if FORM_KEY in extra:
+        return {k: v for k, v in extra.items() if k != FORM_KEY}
+    return extra.copy()
+
+
+def add_extras(block: dict[str, Any], record: Any) -> dict[str, Any]:
+    """``block`` with the record's unknown properties (``$form`` left out) added after its own."""
+    if record.__pydantic_extra__:
+        block.update(extras_without_form(record))
+    return block
 
 
 def data_url(media_type: str, data: str) -> str:

@@ -118,7 +118,8 @@ def build_conversation(payloads: Iterable[Mapping[str, Any]]) -> tuple[Session, 
 
 def _build(payloads: Iterable[Mapping[str, Any]]) -> tuple[Session, list[str], ConversationState] | None:
     state = ConversationState()
-    read = [(payload, read_span_messages(payload)) for payload in payloads]
+    seen: dict[bytes, Message] = {}
+    read = [(payload, read_span_messages(payload, seen)) for payload in payloads]
     notes: list[str] = []
     for payload, found in read:
         notes.extend(f"{_label(payload)}: {problem}" for problem in found.problems)
@@ -143,7 +144,8 @@ def continue_conversation(state: ConversationState,
     from all of its spans: a span starting before the latest one taken, the first model
     call after a conversation told by agent spans, the first tools an agent span lends,
     or anything the session must note (unreadable values, a message that cannot be placed)."""
-    read = [(payload, read_span_messages(payload)) for payload in payloads]
+    seen: dict[bytes, Message] = {}
+    read = [(payload, read_span_messages(payload, seen)) for payload in payloads]
     telling = [(p, f) for p, f in read if not f.empty]
     if any(f.problems for _, f in read):
         return None
@@ -172,6 +174,17 @@ def _extend(state: ConversationState, calls: list[tuple[Mapping[str, Any], SpanM
             notes: list[str]) -> list[RequestEntry | ResponseEntry]:
     """The entries these spans add to the conversation at ``state`` (which moves on)."""
     entries: list[RequestEntry | ResponseEntry] = []
+    # Spans repeat the history so far, sharing the messages read once (see
+    # read_span_messages): each message's key is worked out once, by identity (the
+    # message is held beside its key, so its id cannot be reused meanwhile).
+    keys: dict[int, tuple[Message, str]] = {}
+
+    def key_of(message: Message) -> str:
+        held = keys.get(id(message))
+        if held is None:
+            held = keys[id(message)] = (message, _key(message))
+        return held[1]
+
     lent = [_tool_from_json(tool) for tool in state.agent_tools] if state.agent_tools else []
     for payload, found in calls:
         span_label = _label(payload)
@@ -183,12 +196,12 @@ def _extend(state: ConversationState, calls: list[tuple[Mapping[str, Any], SpanM
         request: list[Message] = []
         system = _system_message(found)
         if system is not None:
-            system_key = _key(system)
+            system_key = key_of(system)
             if system_key != state.opening:
                 state.opening = system_key
                 request.append(system)
         incoming = [m for m in found.input if not (m.role == "system" and system is not None)]
-        incoming_keys = [_key(m) for m in incoming]
+        incoming_keys = [key_of(m) for m in incoming]
         start = _overlap(state.keys, incoming_keys)
         if start is None:
             notes.append(f"{span_label}: its {len(incoming)} input message(s) do not continue the conversation "
@@ -208,7 +221,7 @@ def _extend(state: ConversationState, calls: list[tuple[Mapping[str, Any], SpanM
             if found.usage is not None:
                 extra["usage"] = found.usage
             entries.append(ResponseEntry(messages=tuple(found.output), **extra))
-            state.keys.extend(_key(message) for message in found.output)
+            state.keys.extend(key_of(message) for message in found.output)
     return entries
 
 

@@ -70,11 +70,13 @@ class OtlpUnsupportedMediaError(OtlpError):
     code = "unsupported_media_type"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OtelSpan:
     """One span as sent, in plain values: ids in lowercase hex, times in nanoseconds,
     attributes as a JSON-ready mapping (arrays → lists, key-value lists → objects,
-    bytes → base64 text)."""
+    bytes → base64 text).  Never changed once decoded (not ``frozen``: a frozen
+    dataclass sets each field through ``object.__setattr__``, which made building one
+    cost as much as decoding its attributes)."""
 
     trace_id: str
     span_id: str
@@ -305,7 +307,18 @@ def _span(span: Any, where: str, resource: dict[str, Any], scope: dict[str, Any]
 
 
 def _attributes(pairs: Any, where: str) -> dict[str, Any]:
-    return {pair.key: _value(pair.value, 1, where, pair.key) for pair in pairs}
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        # Strings and integers (nearly every attribute) without a call each.
+        value = pair.value
+        which = value.WhichOneof("value")
+        if which == "string_value":
+            out[pair.key] = value.string_value
+        elif which == "int_value":
+            out[pair.key] = value.int_value
+        else:
+            out[pair.key] = _value(value, 1, where, pair.key)
+    return out
 
 
 def _value(value: AnyValue, depth: int, where: str, key: str) -> Any:

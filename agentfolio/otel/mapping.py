@@ -40,7 +40,7 @@ _CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ids.ALPHABET)
 _SESSION_SAFE = re.compile(r"[A-Za-z0-9@][A-Za-z0-9._:@-]{0,199}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: see OtelSpan
 class MappedSpan:
     span: OtelSpan
     #: The agent the span names itself or through an ancestor in its request (None: decide from the store).

@@ -69,8 +69,12 @@ class SpanMessages:
         return not (self.system or self.tools or self.input or self.output)
 
 
-def read_span_messages(payload: Mapping[str, Any]) -> SpanMessages:
-    """The messages of a stored span payload (``OtelSpan.to_json``)."""
+def read_span_messages(payload: Mapping[str, Any], seen: dict[bytes, Message] | None = None) -> SpanMessages:
+    """The messages of a stored span payload (``OtelSpan.to_json``).
+
+    ``seen`` (shared by the spans of one conversation) holds the GenAI messages already
+    read, by their JSON: each chat span repeats the history so far, and a message read
+    once is not read again (messages are immutable, so the same one can be shared)."""
     attributes = _obj(payload.get("attributes"))
     events = [e for e in payload.get("events") or () if isinstance(e, dict)]
     found = SpanMessages()
@@ -78,7 +82,7 @@ def read_span_messages(payload: Mapping[str, Any]) -> SpanMessages:
     genai = {**details, **{k: v for k, v in attributes.items() if k.startswith("gen_ai.")}}
     if any(key in genai for key in ("gen_ai.input.messages", "gen_ai.output.messages",
                                     "gen_ai.system_instructions")):
-        _read_genai(genai, found)
+        _read_genai(genai, found, seen)
     else:
         indexed = _indexed(attributes)
         if "gen_ai.prompt" in indexed or "gen_ai.completion" in indexed:
@@ -111,7 +115,7 @@ def _json(value: Any, what: str, found: SpanMessages) -> Any:
     return value
 
 
-def _read_genai(attributes: Mapping[str, Any], found: SpanMessages) -> None:
+def _read_genai(attributes: Mapping[str, Any], found: SpanMessages, seen: dict[bytes, Message] | None) -> None:
     system = _json(attributes.get("gen_ai.system_instructions"), "gen_ai.system_instructions", found)
     if isinstance(system, list):
         found.system.extend(otel_genai.read_parts(system))
@@ -124,7 +128,25 @@ def _read_genai(attributes: Mapping[str, Any], found: SpanMessages) -> None:
         if not isinstance(value, list):
             found.problems.append(f"{key} is not an array of messages")
             continue
-        into.extend(otel_genai.read_messages(value, key, problems=found.problems))
+        into.extend(_genai_messages(value, key, found, seen))
+
+
+def _genai_messages(values: list[Any], key: str, found: SpanMessages,
+                    seen: dict[bytes, Message] | None) -> list[Message]:
+    if seen is None or not all(isinstance(raw, dict) and isinstance(raw.get("role"), str) for raw in values):
+        return otel_genai.read_messages(values, key, problems=found.problems)  # says which ones it skips
+    out = []
+    for raw in values:
+        try:
+            spelled = orjson.dumps(raw)
+        except TypeError:  # a value JSON cannot spell the same way again (an integer past 64 bits)
+            out.extend(otel_genai.read_messages([raw], key))
+            continue
+        message = seen.get(spelled)
+        if message is None:
+            message = seen[spelled] = otel_genai.read_messages([raw], key)[0]
+        out.append(message)
+    return out
 
 
 def _tool_definitions(value: Any, found: SpanMessages) -> list[ToolDescription]:

@@ -16,7 +16,15 @@ from agentfolio.store.engine import create_engine, migrate
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, StoreError, VersionConflict
 from agentfolio.store.jobs import Jobs
 from agentfolio.store.registry import RegistryStore
-from agentfolio.store.sessions import Appended, Created, SessionCursor, SessionInfo, Sessions, SessionStore
+from agentfolio.store.sessions import (
+    Appended,
+    Created,
+    NewSession,
+    SessionCursor,
+    SessionInfo,
+    Sessions,
+    SessionStore,
+)
 from agentfolio.store.tokens import Tokens
 from agentfolio.store.viewer_files import ViewerFiles
 
@@ -59,5 +67,5 @@ class Store:
         self.close()
 
 
-__all__ = ["Account", "Accounts", "AlreadyExists", "Appended", "Created", "InvalidInput", "NotFound",
+__all__ = ["Account", "Accounts", "AlreadyExists", "Appended", "Created", "InvalidInput", "NewSession", "NotFound",
            "SessionCursor", "SessionInfo", "SessionStore", "Sessions", "Store", "StoreError", "VersionConflict"]

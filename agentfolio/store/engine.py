@@ -25,6 +25,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine, make_url
 
 WRITE = "agentfolio_write"
+#: Bytes per page of a new SQLite file.
+SQLITE_PAGE_SIZE = 8192
 MIGRATION_LOCK_KEY = 7208921501  # pg_advisory_xact_lock key: one process migrates at a time
 _migrate_lock = threading.Lock()
 log = logging.getLogger("agentfolio.store")
@@ -47,6 +49,10 @@ def _sqlite_engine(url: str, database: str | None, **kwargs: object) -> Engine:
         # Let SQLAlchemy's begin event decide how transactions start (below).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
+        # Before WAL (which fixes it) and the first table: a new file gets pages that
+        # hold several ~2 KB span rows each; with SQLite's 4 KiB default most hold one and
+        # leave the rest of the page empty.  An existing file keeps the size it has.
+        cursor.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")

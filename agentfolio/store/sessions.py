@@ -8,6 +8,7 @@ time-to-live) are invisible at once and removed by :meth:`Sessions.expire`.
 from __future__ import annotations
 
 import math
+import operator
 import re
 import secrets
 import time
@@ -64,6 +65,8 @@ SESSION_ID = re.compile(r"[A-Za-z0-9@][A-Za-z0-9._:@-]{0,199}")
 SESSION_ID_RULE = "1-200 letters, digits, '.', '_', ':', '@' or '-', starting with a letter, digit or '@'"
 _ENTRY = TypeAdapter(Entry)
 _INSERT_BATCH = 1000
+#: From this many entry rows on, PostgreSQL gets them by COPY.
+_COPY_FROM = 64
 #: How the facts a session row carries were counted (present.activity); a row counted
 #: otherwise, or not at all (written before they were kept), is counted again when listed.
 FACTS_VERSION = 1
@@ -143,6 +146,21 @@ class WrittenSession:
     document: dict[str, Any]
     session: Session
     agent: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewSession:
+    """A checked durable state cut into the rows it is stored as, not yet written
+    (:meth:`Sessions.prepare`)."""
+
+    row: dict[str, Any]
+    packed: list[PackedEntry]
+    counted: list[tuple[EntryFacts, float | None]]
+    problems: list[Problem]
+
+    @property
+    def session_id(self) -> str:
+        return str(self.row["id"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +265,35 @@ def _entry_rows(session_pk: int, first: int, packed: Sequence[PackedEntry],
             for index, (entry, counts) in enumerate(zip(packed, counted, strict=True))]
 
 
+def _insert_entry_rows(connection: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert entry rows through the driver, a thousand a statement: SQLAlchemy's handling
+    of each row's parameters cost more than the insert itself for the many small entries
+    of an import.  (Every value is one the driver takes as it is: int, float, str, bytes.)"""
+    marker = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(connection.dialect.paramstyle)
+    if marker is None:  # a driver of another parameter style: SQLAlchemy's own insert
+        for start in range(0, len(rows), _INSERT_BATCH):
+            connection.execute(sa.insert(entries), rows[start:start + _INSERT_BATCH])
+        return
+    quote = connection.dialect.identifier_preparer.quote
+    names = [column.name for column in entries.c]
+    into = f"INSERT INTO {quote(entries.name)} ({', '.join(quote(name) for name in names)}) VALUES "
+    row_marks = f"({', '.join([marker] * len(names))})"
+    values = operator.itemgetter(*names)
+    if connection.dialect.driver == "psycopg" and len(rows) >= _COPY_FROM:
+        # COPY: the rows stream to the server in one command, neither a statement per row
+        # nor a statement of thousands of parameters for the driver to parse.  (A few rows,
+        # an append's, go as a statement: COPY's set-up would cost more than it saves.)
+        raw = connection.connection.driver_connection
+        assert raw is not None
+        with raw.cursor() as cursor, cursor.copy(f"COPY {quote(entries.name)} "
+                                                 f"({', '.join(quote(name) for name in names)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(values(row))
+        return
+    for start in range(0, len(rows), _INSERT_BATCH):
+        connection.exec_driver_sql(into + row_marks, [values(row) for row in rows[start:start + _INSERT_BATCH]])
+
+
 class SessionStore:
     """Every account's sessions: :meth:`of` opens one account's repository; :meth:`expire`
     removes idle sessions of every account (by time alone, it names no account's rows)."""
@@ -328,8 +375,7 @@ class Sessions:
     @staticmethod
     def _write_entry_rows(connection: Connection, rows: list[dict[str, Any]],
                           references: list[dict[str, Any]]) -> None:
-        for start in range(0, len(rows), _INSERT_BATCH):
-            connection.execute(sa.insert(entries), rows[start:start + _INSERT_BATCH])
+        _insert_entry_rows(connection, rows)
         index_entries(connection, rows)
         point_at_blobs(connection, references)
 
@@ -618,6 +664,15 @@ class Sessions:
     def create(self, document: Any, *, session_id: str | None = None, agent: str | None = None,
                source_hash: str | None = None, strict: bool = True) -> Created:
         """Store a durable state as a new session at version 1."""
+        new = self.prepare(document, session_id=session_id, agent=agent, source_hash=source_hash, strict=strict)
+        self.create_prepared([new])
+        return Created(self.info(new.session_id), new.problems)
+
+    def prepare(self, document: Any, *, session_id: str | None = None, agent: str | None = None,
+                source_hash: str | None = None, strict: bool = True) -> NewSession:
+        """Check a durable state and cut it into the rows a new session is stored as
+        (nothing is written: :meth:`create_prepared` stores it); InvalidInput when it
+        cannot be stored."""
         if session_id is not None and not SESSION_ID.fullmatch(session_id):
             raise InvalidInput(f"session id {session_id!r} must be {SESSION_ID_RULE}")
         if agent is not None and not (0 < len(agent) <= 200):
@@ -625,7 +680,6 @@ class Sessions:
         if agent is not None and "\x00" in agent:
             raise InvalidInput("agent must not contain NUL characters")
         read = check_document(document, strict=strict)
-        problems = read.problems
         head, history_at, history = split_document(document)
         packed = [self._pack(entry) for entry in history]
         total, per_entry, latencies = session_facts(read.session)
@@ -633,17 +687,49 @@ class Sessions:
             per_entry = [EntryFacts(kind=entry.kind or "?", at=entry.created_at) for entry in packed]
             latencies = [None] * len(packed)
         session_id = session_id or secrets.token_hex(16)
+        row = _session_row(session_id, agent, document, head, history_at, packed, total, per_entry,
+                           source_hash=source_hash)
+        return NewSession(row, packed, list(zip(per_entry, latencies, strict=True)), read.problems)
+
+    def create_prepared(self, new: Sequence[NewSession]) -> None:
+        """Store prepared sessions at version 1, all in one transaction (a few statements
+        whatever their number), or none: AlreadyExists when an id, or a source hash, is
+        taken (by one of them alone, with the message a single create gives)."""
+        if not new:
+            return
         try:
             with write_transaction(self.engine) as connection:
-                session_pk = self._insert_session(connection, session_id, agent, document, head, history_at, packed,
-                                                  total, per_entry, source_hash=source_hash)
-                self._insert_entries(connection, session_pk, 0, packed, list(zip(per_entry, latencies, strict=True)))
+                self._insert_new(connection, new)
         except IntegrityError:
+            if len(new) > 1:
+                raise AlreadyExists("a session of this batch already exists") from None
+            session_id, source_hash = new[0].session_id, new[0].row["source_hash"]
             self._purge_expired_id(session_id)
             if source_hash is not None and self.exists_source(source_hash):
                 raise AlreadyExists("this document was already imported") from None
             raise AlreadyExists(f"a session {session_id!r} already exists") from None
-        return Created(self.info(session_id), problems)
+
+    def _insert_new(self, connection: Connection, new: Sequence[NewSession]) -> None:
+        """Every session row in one statement, then every entry: many small sessions cost
+        a few statements, not a few per session."""
+        created = connection.execute(sa.insert(sessions).returning(sessions.c.pk, sort_by_parameter_order=True),
+                                     self.scope.rows(item.row for item in new)).scalars().all()
+        rows: list[dict[str, Any]] = []
+        references: list[dict[str, Any]] = []
+        for item, session_pk in zip(new, created, strict=True):
+            references += keep_blobs(connection, self.blobs, session_pk, 0, item.packed)
+            rows += _entry_rows(session_pk, 0, item.packed, item.counted)
+        self._write_entry_rows(connection, rows, references)
+
+    def sources_stored(self, source_hashes: Sequence[str]) -> dict[str, str]:
+        """Of these SHA-256s, those a session was imported from: hash → session id."""
+        found: dict[str, str] = {}
+        with read_transaction(self.engine) as connection:
+            for start in range(0, len(source_hashes), _INSERT_BATCH):
+                chosen = list(source_hashes[start:start + _INSERT_BATCH])
+                found.update(connection.execute(self.scope.select(sessions, sessions.c.source_hash, sessions.c.id)
+                                                .where(sessions.c.source_hash.in_(chosen))).all())
+        return found
 
     # -- writing in the caller's transaction: documents from agentfolio's own writer -----
 
@@ -682,18 +768,8 @@ class Sessions:
                 raise InvalidInput(f"session {item.session_id!r}: {len(packed)} entries written from "
                                    f"{len(per_entry)}")
             row = _session_row(item.session_id, item.agent, item.document, head, history_at, packed, total, per_entry)
-            prepared.append((row, packed, list(zip(per_entry, latencies, strict=True))))
-        # Every session of the round in one statement, then every entry: a round of many
-        # small conversations costs a few statements, not a few per conversation.
-        created = connection.execute(sa.insert(sessions).returning(sessions.c.pk, sort_by_parameter_order=True),
-                                     self.scope.rows(row for row, _, _ in prepared)).scalars().all()
-        rows: list[dict[str, Any]] = []
-        references: list[dict[str, Any]] = []
-        for (_, packed, counted), session_pk in zip(prepared, created, strict=True):
-            found = keep_blobs(connection, self.blobs, session_pk, 0, packed)
-            rows += _entry_rows(session_pk, 0, packed, counted)
-            references += found
-        self._write_entry_rows(connection, rows, references)
+            prepared.append(NewSession(row, packed, list(zip(per_entry, latencies, strict=True)), []))
+        self._insert_new(connection, prepared)
         return dict.fromkeys(ids, 1)
 
     def append_written(self, connection: Connection, session_id: str, new_entries: Sequence[dict[str, Any]],
@@ -713,14 +789,6 @@ class Sessions:
             return None
         self._add_entries(connection, row, packed, [entry_facts(model) for model in models])
         return int(row.version)
-
-    def _insert_session(self, connection: Connection, session_id: str, agent: str | None, document: dict[str, Any],
-                        head: bytes, history_at: int | None, packed: Sequence[PackedEntry], total: SessionFacts,
-                        per_entry: Sequence[EntryFacts], *, source_hash: str | None = None) -> int:
-        """The row of a new session at version 1; its pk."""
-        row = _session_row(session_id, agent, document, head, history_at, packed, total, per_entry,
-                           source_hash=source_hash)
-        return int(connection.execute(self.scope.insert(sessions).values(**row).returning(sessions.c.pk)).scalar_one())
 
     def _purge_expired_id(self, session_id: str) -> None:
         """An id taken only by an expired session is freed (then the caller may retry)."""

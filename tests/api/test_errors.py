@@ -112,3 +112,73 @@ def test_bad_requests_and_failures_answer_clearly_on_a_connection_that_stays_ope
                 {"If-Match": "*"})[0] == 201
     assert connection.sock is socket_before, "the server closed the connection after an error"
     connection.close()
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_database_locked_past_its_wait_answers_503_with_retry_after_and_stores_nothing(settings, store: Store) -> None:
+    """Another process holds SQLite's write lock longer than the server waits for it (many
+    writers at once): the request is told to come back, not answered 500, and the
+    session it would have created does not exist; once the lock is free the same request
+    succeeds."""
+    import sqlite3
+
+    import sqlalchemy as sa
+
+    from agentfolio.store.engine import create_engine
+
+    engine = create_engine(store.settings.database_url)
+
+    @sa.event.listens_for(engine, "connect")
+    def _short_wait(dbapi_connection, _record) -> None:  # after the store's own PRAGMAs
+        dbapi_connection.execute("PRAGMA busy_timeout=200")
+
+    impatient = Store(store.settings, engine, store.blobs)
+    token, _ = impatient.accounts.create_token("busy")
+    server = InProcessServer(create_server(folio=Agentfolio(impatient, owned=False)))
+    holder = sqlite3.connect(engine.url.database, isolation_level=None)
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        empty = {"schemaVersion": "1.2.0", "data": {"conversationHistory": []}}
+        holder.execute("BEGIN IMMEDIATE")
+        connection.request("POST", "/api/v1/sessions?id=busy", body=orjson.dumps(empty),
+                           headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        response = connection.getresponse()
+        answer = orjson.loads(response.read())
+        assert (response.status, answer["code"], response.will_close) == (503, "service_unavailable", False), answer
+        assert response.getheader("Retry-After") == "1"
+        assert "retry" in answer["message"]
+        holder.execute("ROLLBACK")
+        assert _ask(connection, "GET", "/api/v1/sessions/busy", token)[0] == 404
+        assert _ask(connection, "POST", "/api/v1/sessions?id=busy", token, empty)[0] == 201
+    finally:
+        holder.close()
+        server.stop()
+        engine.dispose()
+
+
+class _DriverError(Exception):
+    def __init__(self, *, sqlstate: str | None = None, sqlite_errorcode: int | None = None) -> None:
+        super().__init__("driver error")
+        self.sqlstate = sqlstate
+        self.sqlite_errorcode = sqlite_errorcode
+
+
+@pytest.mark.parametrize(("driver", "busy"), [
+    (_DriverError(sqlite_errorcode=5), True),          # SQLITE_BUSY
+    (_DriverError(sqlite_errorcode=5 | 2 << 8), True),  # SQLITE_BUSY_SNAPSHOT: an extended code
+    (_DriverError(sqlite_errorcode=6), True),          # SQLITE_LOCKED
+    (_DriverError(sqlite_errorcode=1), False),         # a bad statement is a bug, not a busy database
+    (_DriverError(sqlstate="55P03"), True),            # lock_not_available
+    (_DriverError(sqlstate="40P01"), True),            # deadlock_detected
+    (_DriverError(sqlstate="57P01"), True),            # admin_shutdown
+    (_DriverError(sqlstate="08006"), True),            # connection_failure
+    (_DriverError(sqlstate="23505"), False),           # unique_violation
+    (_DriverError(sqlstate="42P01"), False),           # undefined_table
+])
+def test_a_busy_or_absent_database_is_told_apart_from_a_bug(driver: _DriverError, busy: bool) -> None:
+    import sqlalchemy as sa
+
+    from agentfolio.api.errors import database_busy
+
+    wrapped = sa.exc.OperationalError("INSERT ...", {}, driver)
+    assert database_busy(wrapped) is busy

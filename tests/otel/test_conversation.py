@@ -155,6 +155,34 @@ def test_chat_spans_repeating_history_give_each_message_once(data: Any, conventi
     assert shape(session) == expected_shape(system, flat)
 
 
+def test_a_message_said_again_word_for_word_is_kept_each_time() -> None:
+    # Spans share the messages read once (by their JSON): a message repeated in the
+    # history is still two messages, in its places.
+    turns = [("user", "yes", None, None), ("assistant", "ok", None, None)] * 3
+    payloads, history = [], []
+    for index in range(3):
+        history.append(turns[2 * index])
+        payloads.append(payload(index, attributes_for("genai-json", "sys", list(history), [turns[2 * index + 1]])))
+        history.append(turns[2 * index + 1])
+    session, notes, _ = build_conversation(payloads)  # type: ignore[misc]
+    assert notes == []
+    assert shape(session) == expected_shape("sys", turns)
+
+
+@settings(max_examples=30, deadline=None)
+@given(conversations(), st.sampled_from(["genai-json", "genai-structured"]), words)
+def test_messages_read_with_those_already_seen_are_the_messages_read_alone(data: Any, convention: str,
+                                                                           system: str) -> None:
+    inputs, outputs, _ = data
+    seen: dict[bytes, Any] = {}
+    history: list[Msg] = []
+    for index, (added, answered) in enumerate(zip(inputs, outputs, strict=False)):
+        history += added
+        span = payload(index, attributes_for(convention, system, list(history), answered))
+        assert read_span_messages(span, seen) == read_span_messages(span)
+        history += answered
+
+
 def test_a_trimmed_history_still_gives_each_message_once() -> None:
     turns = [("user", f"q{i}", None, None) for i in range(4)]
     answers = [("assistant", f"a{i}", None, None) for i in range(4)]

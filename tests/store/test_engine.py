@@ -45,3 +45,26 @@ def test_a_database_migrated_by_a_newer_agentfolio_is_used_as_it_is(settings: Se
         assert (status.state, status.current) == ("ahead", "9999_from_the_future")
         assert readiness_problems(store) == []
         assert [info.id for info in store.sessions.of(store.accounts.ensure("alice")).list()] == ["kept"]
+
+
+def test_a_new_sqlite_file_gets_the_larger_pages_and_an_existing_one_keeps_its_own(tmp_path) -> None:
+    import sqlite3
+
+    from agentfolio.store.engine import SQLITE_PAGE_SIZE
+
+    def page_size(path) -> int:
+        with sqlite3.connect(path) as connection:
+            return int(connection.execute("PRAGMA page_size").fetchone()[0])
+
+    fresh = tmp_path / "fresh.sqlite3"
+    with Store.open(Settings(data_dir=tmp_path, database_url=f"sqlite:///{fresh}")) as store:
+        store.accounts.ensure("alice")
+    assert page_size(fresh) == SQLITE_PAGE_SIZE != 4096
+    older = tmp_path / "older.sqlite3"
+    with sqlite3.connect(older) as connection:  # a file made before: SQLite's default pages, in WAL
+        connection.execute("PRAGMA page_size=4096")
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("CREATE TABLE kept (x)")
+    with Store.open(Settings(data_dir=tmp_path, database_url=f"sqlite:///{older}")) as store:
+        store.accounts.ensure("alice")
+    assert page_size(older) == 4096

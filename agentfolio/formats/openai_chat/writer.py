@@ -23,7 +23,7 @@ from agentfolio.model import (
 def write(session: Session) -> dict[str, Any] | list[Any]:
     """The session as a Chat Completions request body: ``{..., "messages": [...]}``, or the
     bare array of messages it was read from."""
-    extras = dict(session.extra)
+    extras = dict(session.__pydantic_extra__ or {})
     messages = []
     for pointer, message in messages_to_write(session, "OpenAI"):
         messages.append(_write_message(message, pointer))
@@ -39,33 +39,35 @@ def write(session: Session) -> dict[str, Any] | list[Any]:
 
 def _write_message(message: Message, pointer: str) -> dict[str, Any]:
     written: dict[str, Any] = {}
-    extras = dict(message.extra)
+    # The raw dicts rather than the read-only ``extra`` views: this runs once per message
+    # and once per part of a long history.
+    extras = dict(message.__pydantic_extra__ or {})
     if message.role is not None:
         written["role"] = message.role
     if message.author_name is not None:
         written["name"] = message.author_name
     parts: list[Any] = []
     calls: list[Any] = []
-    results = [c for c in message.items if isinstance(c, FunctionResultContent)]
+    results = []
     for index, content in enumerate(message.items):
-        where = f"{pointer}/contents/{index}"
-        if isinstance(content, FunctionResultContent):
-            continue
-        if isinstance(content, FunctionCallContent):
+        if type(content) is FunctionResultContent:
+            results.append(content)
+        elif type(content) is FunctionCallContent:
             if not isinstance(content.arguments, str) or content.call_id is None or content.name is None:
                 raise FormatError("a tool call needs an id, a name and arguments as a string; convert the session",
-                                  pointer=where)
+                                  pointer=f"{pointer}/contents/{index}")
             calls.append({"id": content.call_id, "type": "function",
-                          "function": {"name": content.name, "arguments": content.arguments}, **content.extra})
-        elif isinstance(content, OpaqueContent) and content.extra.get("$type") == TOOL_CALL_KIND:
+                          "function": {"name": content.name, "arguments": content.arguments},
+                          **(content.__pydantic_extra__ or {})})
+        elif type(content) is OpaqueContent and (content.__pydantic_extra__ or {}).get("$type") == TOOL_CALL_KIND:
             calls.append(content.extra.get("call"))
         else:
-            parts.append(_write_part(content, where))
+            parts.append(_write_part(content, index, pointer))
     if results:
         if len(results) != 1 or message.role != "tool" or parts or calls:
             raise FormatError("a tool message holds exactly one result; convert the session", pointer=pointer)
         written["tool_call_id"] = results[0].call_id
-        if "result" in results[0].model_fields_set:
+        if "result" in results[0].__pydantic_fields_set__:
             written["content"] = results[0].result
     elif "content" in extras:
         written["content"] = extras.pop("content")
@@ -85,10 +87,10 @@ def _write_message(message: Message, pointer: str) -> dict[str, Any]:
     return written
 
 
-def _write_part(content: Any, pointer: str) -> dict[str, Any]:
-    if isinstance(content, TextContent) and content.text is not None:
-        return {"type": "text", "text": content.text, **content.extra}
-    if isinstance(content, (DataContent, UriContent)) and content.uri is not None:
+def _write_part(content: Any, index: int, message_pointer: str) -> dict[str, Any]:
+    if type(content) is TextContent and content.text is not None:
+        return {"type": "text", "text": content.text, **(content.__pydantic_extra__ or {})}
+    if (type(content) is DataContent or type(content) is UriContent) and content.uri is not None:
         media = (content.media_type or "").split("/", 1)[0]
         if media == "image":
             return {"type": "image_url", "image_url": {"url": content.uri, **content.extra}}
@@ -103,4 +105,4 @@ def _write_part(content: Any, pointer: str) -> dict[str, Any]:
     if isinstance(content, OpaqueContent):
         return dict(content.extra)
     raise FormatError(f"{getattr(content, 'kind', '?')!r} has no OpenAI chat form; convert the session instead",
-                      pointer=pointer)
+                      pointer=f"{message_pointer}/contents/{index}")

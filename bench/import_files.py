@@ -1,0 +1,157 @@
+"""Benchmark: ``agentfolio import DIR`` of many durable-state files, against reading each
+file and inserting its bytes, on SQLite and on PostgreSQL, in the same run.
+
+    python bench/import_files.py [--files 1000] [--entries 66] [--backends sqlite,postgresql]
+
+Writes ``--files`` durable states of ``--entries`` entries each (55 entries: ~40 KB, so
+1,000 files make ~40 MB, each file different), then for each backend:
+
+* baselines: one process reads each file and inserts its bytes as one row, through the
+  store's own engine, one transaction per file, then a hundred files per transaction
+  (the least an import must do: read, write, commit);
+* import: ``agentfolio import DIR`` as a user runs it, in its own process, on a fresh
+  database (a SQLite file, or a schema of its own on the PostgreSQL server of
+  ``AGENTFOLIO_TEST_POSTGRES_URL`` / ``scripts/ensure-postgres.sh``) whose tables were
+  made beforehand with ``agentfolio db upgrade``; the wall time includes start-up;
+* re-run: the same command again, which finds every file stored and skips it.
+
+Prints files/s for each, the import's time over the baseline's, and PostgreSQL's import
+time over SQLite's, with the load average (figures are noisy on a shared machine: read
+the ratios, which come from the same run).  ``--profile FILE`` writes a cProfile of one
+SQLite import run in process instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import orjson  # noqa: E402
+import sqlalchemy as sa  # noqa: E402
+from otlp import fresh_database  # noqa: E402
+
+from agentfolio.samples import synthetic_durable_state  # noqa: E402
+from agentfolio.store.engine import create_engine, write_transaction  # noqa: E402
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def write_files(folder: Path, count: int, entries: int) -> int:
+    total = 0
+    for index in range(count):
+        data = orjson.dumps(synthetic_durable_state(entries, seed=index))
+        (folder / f"state-{index:05d}.json").write_bytes(data)
+        total += len(data)
+    return total
+
+
+def baseline(url: str, folder: Path, per_transaction: int) -> float:
+    """Seconds to read each file and insert its bytes as a row, ``per_transaction`` files a
+    transaction, through the store's own engine (SQLite: WAL, ``synchronous=NORMAL``)."""
+    engine = create_engine(url)
+    table = sa.Table(f"bench_files_{per_transaction}", sa.MetaData(), sa.Column("pk", sa.Integer, primary_key=True),
+                     sa.Column("name", sa.String(200)), sa.Column("data", sa.LargeBinary))
+    table.create(engine)
+    paths = sorted(folder.glob("*.json"))
+    try:
+        start = time.perf_counter()
+        for first in range(0, len(paths), per_transaction):
+            with write_transaction(engine) as connection:
+                for path in paths[first:first + per_transaction]:
+                    connection.execute(sa.insert(table).values(name=path.name, data=path.read_bytes()))
+        return time.perf_counter() - start
+    finally:
+        engine.dispose()
+
+
+def environment(url: str, data_dir: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AGENTFOLIO_")}
+    env.update(AGENTFOLIO_DATABASE_URL=url, AGENTFOLIO_DATA_DIR=data_dir)
+    return env
+
+
+def agentfolio(env: dict[str, str], *args: str) -> float:
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "agentfolio.cli", *args], env=env, capture_output=True,
+                          check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"agentfolio {' '.join(args)} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
+    return seconds
+
+
+def run(backend: str, folder: Path, count: int) -> dict[str, object] | None:
+    with fresh_database(backend) as url, tempfile.TemporaryDirectory() as data_dir:
+        if url is None:
+            return None
+        env = environment(url, data_dir)
+        agentfolio(env, "db", "upgrade")
+        each = baseline(url, folder, 1)
+        batched = baseline(url, folder, 100)
+        first = agentfolio(env, "import", str(folder), "--account", "bench")
+        again = agentfolio(env, "import", str(folder), "--account", "bench")
+    return {"backend": backend, "files": count, "baseline_per_file_files_per_s": round(count / each),
+            "baseline_100_a_txn_files_per_s": round(count / batched),
+            "import_files_per_s": round(count / first), "rerun_files_per_s": round(count / again),
+            "import_over_baseline_per_file": round(first / each, 2),
+            "import_over_baseline_100_a_txn": round(first / batched, 2), "import_s": first}
+
+
+def profile(folder: Path, output: str) -> None:
+    import cProfile
+
+    from agentfolio.app import Agentfolio
+    from agentfolio.app.imports import import_files
+    from agentfolio.settings import Settings
+
+    with fresh_database("sqlite") as url, tempfile.TemporaryDirectory() as data_dir:
+        assert url is not None
+        os.environ.update(environment(url, data_dir))
+        with Agentfolio.open(Settings.from_env()) as folio:
+            account = folio.accounts.ensure("bench")
+            profiler = cProfile.Profile()
+            profiler.runcall(import_files, folio, account, [folder])
+            profiler.dump_stats(output)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--entries", type=int, default=55)
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--profile", metavar="FILE", help="write a cProfile of one SQLite import to FILE")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        size = write_files(Path(folder), args.files, args.entries)
+        print({"files": args.files, "megabytes": round(size / 1e6, 1), "load": load()}, flush=True)
+        if args.profile:
+            profile(Path(folder), args.profile)
+            return
+        results = {}
+        for backend in args.backends.split(","):
+            result = run(backend, Path(folder), args.files)
+            if result is None:
+                print({"backend": backend, "skipped": "no PostgreSQL server"}, flush=True)
+                continue
+            results[backend] = result
+            print(json.dumps({key: value for key, value in result.items() if key != "import_s"}
+                             | {"load": load()}), flush=True)
+        if "sqlite" in results and "postgresql" in results:
+            ratio = float(results["postgresql"]["import_s"]) / float(results["sqlite"]["import_s"])  # type: ignore[arg-type]
+            print({"postgresql_import_over_sqlite": round(ratio, 2), "load": load()}, flush=True)
+
+
+if __name__ == "__main__":
+    main()
