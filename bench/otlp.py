@@ -31,8 +31,12 @@ arize-phoenix``, best in a virtual environment of its own) and name its Python w
 span compare the SQLite files (with their write-ahead logs) after the same spans.
 
 PostgreSQL comes from ``AGENTFOLIO_TEST_POSTGRES_URL`` or ``scripts/ensure-postgres.sh``.
+``--cpu`` measures instead the CPU time per span in this process (receiving, then the
+conversations), the figure to compare across runs on a machine others are using; with
+``--stored N`` it measures again once N spans are stored, to show the cost stays flat.
+
 Usage: python bench/otlp.py [--spans N] [--batch N] [--senders N] [--flood N] [--backends sqlite,postgresql]
-                            [--phoenix-spans N] [--phoenix-python PATH]
+                            [--phoenix-spans N] [--phoenix-python PATH] [--cpu [--stored N]]
 """
 
 from __future__ import annotations
@@ -266,8 +270,7 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
                 chunk = ordered[start:start + tenth]
                 rates.append(round(sum(c for _, c in chunk) / max(1e-9, chunk[-1][0] - previous)))
                 previous = chunk[-1][0]
-            stored = httpx.get(server.url + "/api/v1/agent_spans", params={"page_size": 1}, headers=headers,
-                               timeout=120).json()["pagination"]["item_count"]
+            stored = stored_spans(settings)
             on_disk = sqlite_bytes(Path(folder) / "bench.sqlite3") if not database_url else None
             steady_rss = peak[0]
             baseline = bulk_baseline(server.url, headers, spans, batch, senders)
@@ -320,6 +323,19 @@ def conversations_lag(settings: Settings, answered: float) -> float:
             if not waiting:
                 return max(0.0, time.perf_counter() - answered)
             time.sleep(0.05)
+
+
+def stored_spans(settings: Settings) -> int:
+    """The span rows in the database, counted exactly (the API's ``item_count`` stops
+    counting past a window and answers an estimate)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(settings.effective_database_url)
+    try:
+        with engine.connect() as connection:
+            return int(connection.exec_driver_sql("SELECT count(*) FROM registry_spans").scalar_one())
+    finally:
+        engine.dispose()
 
 
 def sqlite_bytes(path: Path) -> int:
@@ -418,6 +434,54 @@ def run_phoenix(python: str, spans: int, batch: int, senders: int) -> dict:
                 process.wait()
 
 
+def cpu_per_span(spans: int, batch: int, stored: int = 0) -> list[dict]:
+    """CPU time this process spends per span, in process (no HTTP, one thread): the
+    receiver's work (decode, map, store in SQLite) and then the conversation worker's.
+    CPU time, unlike the rates above, hardly moves with what else the machine runs.
+    With ``stored``, the same again once the database holds that many spans (stored rows
+    copied in SQL, as ``bench/scale.py`` grows a database): whether the cost is flat."""
+    from types import SimpleNamespace
+
+    from agentfolio.app.otlp import OtlpIngest
+
+    with tempfile.TemporaryDirectory() as folder:
+        settings = Settings(data_dir=Path(folder), database_url=f"sqlite:///{folder}/bench.sqlite3")
+        with Store.open(settings) as store:
+            _token, account = store.accounts.create_token("bench")
+            ingest = OtlpIngest(store)
+            ingest.export(account, encode_spans(make_spans(SPANS_PER_TRACE * 4, seed=1)).SerializeToString(),
+                          encoding="protobuf")
+            ingest.drain()
+
+            def window(seed: int) -> dict:
+                made = make_spans(spans, seed=seed)
+                bodies = [encode_spans(made[i:i + batch]).SerializeToString() for i in range(0, spans, batch)]
+                already = stored_spans(settings)
+                began, wall = time.process_time(), time.perf_counter()
+                for body in bodies:
+                    ingest.export(account, body, encoding="protobuf")
+                received, received_wall = time.process_time(), time.perf_counter()
+                ingest.drain()
+                built = time.process_time()
+                return {"in_process": "sqlite", "stored_before": already, "spans": spans,
+                        "ingest_cpu_us_per_span": round((received - began) * 1e6 / spans),
+                        "ingest_wall_us_per_span": round((received_wall - wall) * 1e6 / spans),
+                        "conversations_cpu_us_per_span": round((built - received) * 1e6 / spans),
+                        "ingest_spans_per_cpu_s": round(spans / (received - began))}
+
+            results = [window(seed=2)]
+            if stored:
+                from scale import grow  # the same growth as the scale benchmark's flatness section
+
+                grow(SimpleNamespace(url=settings.effective_database_url, name="sqlite"), stored)
+                results.append(window(seed=3))
+                first, last = results
+                last["ingest_cpu_vs_first"] = round(last["ingest_cpu_us_per_span"] / first["ingest_cpu_us_per_span"], 2)
+                last["conversations_cpu_vs_first"] = round(
+                    last["conversations_cpu_us_per_span"] / first["conversations_cpu_us_per_span"], 2)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=20_000)
@@ -428,7 +492,15 @@ def main() -> None:
     parser.add_argument("--phoenix-spans", type=int, default=2_000,
                         help="spans sent to Arize Phoenix (0: skip it); it makes ~60 spans/s queryable")
     parser.add_argument("--phoenix-python", help="a Python that can import phoenix (default: PHOENIX_PYTHON, this one)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="only the CPU time per span, in process (steadier than rates on a busy machine)")
+    parser.add_argument("--stored", type=int, default=0,
+                        help="with --cpu: measure again once this many spans are stored (flatness)")
     args = parser.parse_args()
+    if args.cpu:
+        for result in cpu_per_span(args.spans, args.batch, args.stored):
+            print(result, flush=True)
+        return
     ours: dict[str, dict] = {}
     for backend in args.backends.split(","):
         with fresh_database(backend) as url:

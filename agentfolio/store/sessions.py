@@ -65,6 +65,8 @@ SESSION_ID = re.compile(r"[A-Za-z0-9@][A-Za-z0-9._:@-]{0,199}")
 SESSION_ID_RULE = "1-200 letters, digits, '.', '_', ':', '@' or '-', starting with a letter, digit or '@'"
 _ENTRY = TypeAdapter(Entry)
 _INSERT_BATCH = 1000
+#: From this many entry rows on, PostgreSQL gets them by COPY.
+_COPY_FROM = 64
 #: How the facts a session row carries were counted (present.activity); a row counted
 #: otherwise, or not at all (written before they were kept), is counted again when listed.
 FACTS_VERSION = 1
@@ -274,11 +276,22 @@ def _insert_entry_rows(connection: Connection, rows: Sequence[dict[str, Any]]) -
         return
     quote = connection.dialect.identifier_preparer.quote
     names = [column.name for column in entries.c]
-    statement = (f"INSERT INTO {quote(entries.name)} ({', '.join(quote(name) for name in names)}) "
-                 f"VALUES ({', '.join([marker] * len(names))})")
+    into = f"INSERT INTO {quote(entries.name)} ({', '.join(quote(name) for name in names)}) VALUES "
+    row_marks = f"({', '.join([marker] * len(names))})"
     values = operator.itemgetter(*names)
+    if connection.dialect.driver == "psycopg" and len(rows) >= _COPY_FROM:
+        # COPY: the rows stream to the server in one command, neither a statement per row
+        # nor a statement of thousands of parameters for the driver to parse.  (A few rows,
+        # an append's, go as a statement: COPY's set-up would cost more than it saves.)
+        raw = connection.connection.driver_connection
+        assert raw is not None
+        with raw.cursor() as cursor, cursor.copy(f"COPY {quote(entries.name)} "
+                                                 f"({', '.join(quote(name) for name in names)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(values(row))
+        return
     for start in range(0, len(rows), _INSERT_BATCH):
-        connection.exec_driver_sql(statement, [values(row) for row in rows[start:start + _INSERT_BATCH]])
+        connection.exec_driver_sql(into + row_marks, [values(row) for row in rows[start:start + _INSERT_BATCH]])
 
 
 class SessionStore:

@@ -121,3 +121,19 @@ def test_files_one_account_imported_are_new_to_another(folio: Agentfolio, tmp_pa
     second = import_files(folio, folio.accounts.ensure("globex"), [tmp_path / "in"])
     assert [outcome.status for outcome in first + second] == ["stored"] * 6
     assert stored_sources(folio, "acme") == stored_sources(folio, "globex") == sorted(written.values())
+
+
+def test_a_long_history_of_hard_text_comes_back_exactly(folio: Agentfolio, tmp_path: Path) -> None:
+    # Enough entries that PostgreSQL gets them by COPY, whose text format escapes these.
+    hard = "tab\there\nnew line \\N back\\slash \x00 nul \r é 中文 🙂 \\. end"
+    history = [{"$type": "request", "createdAt": f"2025-01-01T00:00:{index % 60:02d}Z",
+                "messages": [{"role": "user", "contents": [{"$type": "text", "text": f"{hard} {index}"}]}]}
+               for index in range(200)]
+    data = orjson.dumps({"schemaVersion": "1.1.0", "data": {"conversationHistory": history}})
+    (tmp_path / "hard.json").write_bytes(data)
+    account = folio.accounts.ensure("acme")
+    [outcome] = import_files(folio, account, [tmp_path / "hard.json"])
+    assert outcome.status == "stored" and outcome.session_id is not None
+    assert folio.sessions.read_bytes(account, outcome.session_id)[1] == data
+    assert folio.sessions.find_positions(account, outcome.session_id, text="back\\slash \ufffd nul") == \
+        list(range(200))
