@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agentfolio.api.auth import current_account
 from agentfolio.api.body import parse_body
-from agentfolio.api.errors import SuccessStatus, error_responses, success
+from agentfolio.api.errors import ApiError, SuccessStatus, error_responses, success
 from agentfolio.app.accounts import Account
 from agentfolio.app.documents import DocumentReport, convert_report, read_document
 from agentfolio.formats import registry
@@ -39,7 +39,8 @@ RenderEnvelope = create_model("RenderEnvelope", status=(SuccessStatus, ...), det
 
 @router.post("/render", summary="Validate a document and convert it to another format (nothing stored)",
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                 "schema": {"type": "object", "description": "A document in any supported format. Not strict, "
+                 "schema": {"type": ["object", "array"], "description": "A document in any supported format "
+                            "(an object, or an array of messages). Not strict, "
                             "one that cannot be read (no known format, no version) is answered as "
                             "invalid with what is wrong; strict, it is refused (400), as is one that breaks "
                             "its format's schema."}}}}},
@@ -59,6 +60,8 @@ async def render(
         if name is not None:
             registry.get(name)  # an unknown format name is a bad request (400), not a bad document
     document = parse_body(await request.body(), max_depth=request.app.state.settings.max_json_depth)
+    if not isinstance(document, (dict, list)):
+        raise ApiError(400, "invalid_value", "a document is a JSON object or array", pointer="")
     try:
         report = await run_in_threadpool(convert_report, document, to=to, format_name=source_format, strict=strict)
     except FormatError as error:

@@ -61,7 +61,6 @@ def test_every_documented_path_answers_405_with_the_methods_it_takes(store: Stor
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 @pytest.mark.parametrize(("path", "allowed"), [("/api/v1/agent_instance/register", {"POST"}),
                                                 ("/api/v1/alerts/acknowledge", {"POST"}),
-                                                ("/api/v1/alerts/count", {"GET"}),
                                                 ("/api/v1/agent/show", {"GET"})])
 def test_a_literal_path_beside_an_id_route_answers_only_its_own_methods(store: Store, path: str,
                                                                         allowed: set[str]) -> None:

@@ -166,3 +166,11 @@ def test_create_and_update_bodies_document_each_field_as_the_server_checks_it(cl
         refused(client.post("/api/v1/risk_profile", json={"details": {"name": f"p{template}", "template": template}}),
                 422, "invalid_value")
     assert client.post("/api/v1/risk_profile", json={"details": {"name": "q", "template": None}}).status_code == 200
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_render_takes_an_object_or_an_array_and_refuses_a_scalar(client: TestClient) -> None:
+    assert client.post("/api/v1/render", json=[]).json()["details"]["valid"] is False
+    refused(client.post("/api/v1/render", params={"to": "a2a"}, json="text"), 400, "invalid_value")
+    body = operation(client, "/api/v1/render", "post")["requestBody"]["content"]["application/json"]["schema"]
+    assert body["type"] == ["object", "array"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from agentfolio.app.registry.inputs import PROFILE_TEMPLATES
 from agentfolio.registry.ids import ID_PATTERN
@@ -20,7 +20,11 @@ Name = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern="^
 Text255 = Annotated[str, StringConstraints(max_length=255, pattern=_NO_NUL)]
 Description = Annotated[str, StringConstraints(max_length=10_000, pattern=_NO_NUL)]
 Reference = Annotated[str, StringConstraints(max_length=64, pattern=_NO_NUL)]
+#: An id the caller picks must also lie in its account's id partition (as the ids the
+#: server makes for it do), which no static document can say: others are a 422.
 ChosenId = Annotated[str, StringConstraints(pattern=ID_PATTERN.pattern)]
+CHOSEN_ID: Any = Field(None, description="An id of your own (default: one is made); it must lie in your "
+                                         "account's id partition, as the ids made for it do.")
 
 
 class _Details(BaseModel):
@@ -34,7 +38,7 @@ class AgentCreateDetails(_Details):
     owner_person_id: Reference | None = None
     risk_profile_id: Reference | None = None
     team_id: Reference | None = None
-    id: ChosenId | None = None
+    id: ChosenId | None = CHOSEN_ID
 
 
 class AgentUpdateDetails(_Details):
@@ -55,7 +59,7 @@ class RiskProfileCreateDetails(_Details):
     categories: dict[str, Any] | None = None
     actions: dict[str, Any] | None = None
     thresholds: dict[str, Any] | None = None
-    id: ChosenId | None = None
+    id: ChosenId | None = CHOSEN_ID
 
 
 def details_schema(model: type[BaseModel]) -> dict[str, Any]:

@@ -148,7 +148,10 @@ def id_segment(name: str, *literals: str) -> str:
     """A last path segment ``{name}`` that never takes the ``literals``: the routes of a
     sibling literal path (``/alerts/acknowledge`` beside ``/alerts/{alert_id}``), so that
     a method the literal path does not take answers 405 with its own ``Allow`` instead of
-    reaching the id route (no id is ever one of those words: ids are 26-character ULIDs)."""
+    reaching the id route (no id is ever one of those words: ids are 32-character ULIDs).
+    A literal taking the same method as the id route is its own route, declared first,
+    and needs no exclusion (documenting one would make "count" an invalid alert id that
+    the server answers 200, at ``/alerts/count``)."""
     convertor = "not_" + "_".join(literals)
     if convertor not in CONVERTOR_TYPES:
         class NotLiteral(StringConvertor):

@@ -94,8 +94,9 @@ async def acknowledge_alerts(request: Request, principal: Principal = Depends(cu
     return await answer(request, principal, parse.alert_acknowledge, fields, key)
 
 
-@router.get("/alerts/" + id_segment("alert_id", "count", "acknowledge"), summary="An alert", responses=ONE)
-async def get_alert(request: Request, alert_id: str = id_not("count", "acknowledge"),
+# Only the literal that does not take GET is excluded: GET /alerts/count is its own route.
+@router.get("/alerts/" + id_segment("alert_id", "acknowledge"), summary="An alert", responses=ONE)
+async def get_alert(request: Request, alert_id: str = id_not("acknowledge"),
                     *, principal: Principal = Depends(current_principal)) -> Response:
     return await answer(request, principal, lambda _: AlertGet(alert_id), {})
 
