@@ -3,7 +3,8 @@
 Success answers are ``{"status": "success", "details": ...}`` (a stored document is
 answered as itself).  Codes: bad_request, bad_authtoken, not_authenticated,
 not_permitted, not_found, invalid_value, required_value, idempotency_key_already_used,
-plus version_conflict (412: a stale If-Match), already_exists (409) and
+plus version_conflict (412: a stale If-Match), already_exists (409), not_representable (409: a
+session whose content the asked format cannot hold now) and
 payload_too_large (413).  A validation failure may add ``pointer`` (RFC 6901, into the
 posted document) and ``problems`` (every violation found).
 
@@ -42,7 +43,7 @@ log = logging.getLogger("agentfolio.api")
 # The status each domain error code is answered with; codes not listed are 400s.
 STATUS_FOR_CODE = {"not_found": 404, "already_exists": 409, "invalid_value": 400, "version_conflict": 412,
                    "bad_request": 400, "not_permitted": 403, "too_complex": 422, "payload_too_large": 413,
-                   "service_unavailable": 503,
+                   "service_unavailable": 503, "not_representable": 409,
                    "insufficient_storage": 507}
 #: HTTP status of each registry refusal code (the Prefactor API's; docs/prefactor-api.md §3).
 REGISTRY_STATUS = {

@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agentfolio.api.auth import current_account, get_folio
 from agentfolio.api.body import parse_body
-from agentfolio.api.errors import ApiError, SuccessStatus, error_responses, success
+from agentfolio.api.errors import ApiError, ErrorEnvelope, SuccessStatus, error_responses, success
 from agentfolio.app.accounts import Account
 from agentfolio.app.sessions import SESSION_ID, SessionInfo
 from agentfolio.formats import registry
@@ -133,7 +133,7 @@ def parse_if_match(value: str | None, *, required: bool) -> int | None:
         return None
     if value.strip() == "*":
         return None
-    match = _IF_MATCH.fullmatch(value)
+    match = _IF_MATCH.fullmatch(value) if len(value) <= 100 else None
     if match is None:
         raise ApiError(400, "invalid_value", f'If-Match {value!r} is not a session version such as "3"')
     return int(match.group(1))
@@ -224,7 +224,10 @@ DocumentFormat = Enum(  # type: ignore[misc]
             responses={200: {"description": "The document itself (not wrapped); ETag is the version",
                              "content": {"application/json": {"schema": {"type": ["object", "array"]}}},
                              "headers": {"ETag": {"schema": {"type": "string"}}}},
-                       **error_responses(400, 401, 404)})
+                       **error_responses(400, 401, 404),
+                       409: {"model": ErrorEnvelope, "description": "not_representable: the session's content "
+                             "does not fit the format now (an empty history as a Prompt Envelope, which needs "
+                             "a message)"}})
 async def get_session(
     request: Request,
     session_id: str = SessionId,
@@ -239,20 +242,26 @@ async def get_session(
     return Response(exported.data, media_type="application/json", headers=headers)
 
 
+#: Appending requires If-Match: the header is read by :func:`append_entry` itself, so that its
+#: absence is the 428 that names what to send, and documented here as required.
+IF_MATCH_REQUIRED = {"name": "If-Match", "in": "header", "required": True,
+                     "description": 'The version the client read, as its ETag ("3"), or * (absent: 428; '
+                                    "stale: 412 with the current version in ETag).",
+                     "schema": {"type": "string", "maxLength": 100, **IF_MATCH_SCHEMA}}
+
+
 @router.post("/{session_id}/entries", status_code=201, summary="Append an entry (or several together) to the history",
-             openapi_extra=_json_body(ENTRY_SCHEMA),
+             openapi_extra={**_json_body(ENTRY_SCHEMA), "parameters": [IF_MATCH_REQUIRED]},
              responses={201: {"model": AppendedEnvelope, "description": "Appended",
                               "headers": {"ETag": {"schema": {"type": "string"}}}},
                         **error_responses(400, 401, 404, 412, 413, 428)})
 async def append_entry(
     request: Request,
     session_id: str = SessionId,
-    if_match: str | None = Header(None, alias="If-Match", max_length=100, json_schema_extra=IF_MATCH_SCHEMA,
-                                  description='The version the client read, as its ETag ("3"), or *.'),
     strict: bool = Strict,
     account: Account = Depends(current_account),
 ) -> Response:
-    expected = parse_if_match(if_match, required=True)
+    expected = parse_if_match(request.headers.get("if-match"), required=True)
     posted = await _read_json(request)
     if isinstance(posted, list):
         if not 1 <= len(posted) <= MAX_ENTRIES_PER_APPEND:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from agentfolio import _json
 from agentfolio.formats import durable_state
 from agentfolio.formats.convert import convert
+from agentfolio.formats.errors import FormatError
 from agentfolio.store.sessions import SESSION_ID, SESSION_ID_RULE, SessionCursor, SessionInfo
 
 if TYPE_CHECKING:
@@ -16,11 +17,19 @@ if TYPE_CHECKING:
     from agentfolio.present.activity import ActivityPoint
     from agentfolio.store import Account, Appended, Created, NewSession, Store
 
-__all__ = ["SESSION_ID", "SESSION_ID_RULE", "SESSION_SORTS", "Exported", "SessionInfo", "SessionService"]
+__all__ = ["SESSION_ID", "SESSION_ID_RULE", "SESSION_SORTS", "Exported", "NotRepresentableError", "SessionInfo",
+           "SessionService"]
 
 #: What the sessions list can be ordered by (``SessionService.list(sort=...)``).
 SESSION_SORTS = ("updated", "created", "first_activity", "last_activity", "duration", "entries", "tokens", "errors",
                  "failed_tools", "agent", "id")
+
+
+class NotRepresentableError(FormatError):
+    """A session whose current content a format cannot hold (an empty history as a Prompt
+    Envelope, which needs a message): the same request succeeds once the content fits."""
+
+    code = "not_representable"
 
 
 @dataclass
@@ -71,7 +80,12 @@ class SessionService:
         info, data = self._sessions.of(account).get_bytes(session_id)
         if format_name == durable_state.FORMAT.name:
             return Exported(info, data, format_name)
-        conversion = convert(_json.loads(data), to=format_name, from_=durable_state.FORMAT.name, strict_read=False)
+        try:
+            conversion = convert(_json.loads(data), to=format_name, from_=durable_state.FORMAT.name,
+                                 strict_read=False)
+        except FormatError as error:  # the stored content, not the request, is what does not fit
+            raise NotRepresentableError(f"session {session_id!r} cannot be written as {format_name} now: "
+                                        f"{error.message}", pointer=error.pointer) from None
         return Exported(info, _json.dumps(conversion.result), format_name, conversion.losses)
 
     def append(self, account: Account, session_id: str, entry: Any, *, expected_version: int | None,

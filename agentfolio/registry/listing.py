@@ -63,8 +63,10 @@ class PageInfo:
 
 def _int_param(query: Mapping[str, Any], key: str, default: int, low: int, high: int | None) -> int:
     raw = query.get(key)
-    if raw is None or raw == "":
+    if raw is None:
         return default
+    if not str(raw).strip():  # given, but empty: a client bug better named than ignored
+        raise RegistryError(invalid(key, "is empty: give an integer, or leave the parameter out"))
     if len(str(raw)) > 30:
         raise RegistryError(invalid(key, "is too long to be a number this API takes"))
     try:

@@ -59,17 +59,19 @@ def test_served_openapi(live: LiveServer, store: Store, mode: GenerationMode) ->
     assert not failures, "\n\n".join(failures)
 
 
-#: Operations whose every documented-valid request the server takes (2xx, or 404 for an id
-#: that names nothing): their documents give the types of the query parameters, the sort
-#: fields, the required fields and the idempotency key's bounds. Not yet in it: the create
-#: bodies (each field's type is documented loosely), a session read in a format its content
-#: cannot be written in, ``/agent/show`` (exactly one of two parameters), appends without
-#: If-Match (428), stale versions (412), bulk items sharing a key and ``/render`` (any
-#: document of any format).
+#: Operations whose every documented-valid request the server takes (2xx, 404 for an id
+#: that names nothing, 409 for a conflict with what is stored): their documents give the
+#: types of the query parameters, the sort fields, the required fields, the idempotency
+#: key's bounds, /agent/show's one-of-two selector, a session read in a format its content
+#: cannot be written in (409). Not in it: the create bodies (a name already taken, an id of
+#: nothing), appends (a stale If-Match is a 412 no document can rule out) and /render,
+#: whose ``strict=true`` refuses a document that breaks its format (400, as documented:
+#: a query parameter cannot narrow the body's schema).
 ACCEPTING = ["GET /api/v1/sessions", "GET /api/v1/agent", "GET /api/v1/agent_instance", "GET /api/v1/agent_spans",
              "GET /api/v1/alerts", "GET /api/v1/risk_profile", "GET /api/v1/agent_instance/{agent_instance_id}",
              "GET /api/v1/agent_spans/{agent_span_id}", "POST /api/v1/alerts/acknowledge",
-             "POST /api/v1/agent_instance/{agent_instance_id}/record_quality",
+             "POST /api/v1/agent_instance/{agent_instance_id}/record_quality", "GET /api/v1/agent/show",
+             "GET /api/v1/sessions/{session_id}", "POST /api/v1/bulk",
              "POST /api/v1/agent/{agent_id}/retire", "DELETE /api/v1/agent/{agent_id}"]
 
 

@@ -168,7 +168,12 @@ def test_render_converts_without_storing(clients) -> None:
     checked = alice.post("/api/v1/render", json={"schemaVersion": "1.0.0", "data": {"conversationHistory": [
         {"$type": "request", "messages": [{"role": "wizard"}]}]}}).json()["details"]
     assert checked["valid"] is False and checked["problems"] and checked["document"] is None
-    assert_error(alice.post("/api/v1/render", json={"what": "ever"}), 400, "invalid_value")
+    # A document in no known format is reported like one that breaks its schema, or refused when strict.
+    unknown = alice.post("/api/v1/render", json={"what": "ever"}).json()["details"]
+    assert unknown["valid"] is False and unknown["from"] is None and unknown["document"] is None
+    assert "not a document agentfolio knows" in unknown["problems"][0]["message"]
+    assert_error(alice.post("/api/v1/render", params={"strict": "true"}, json={"what": "ever"}), 400, "invalid_value")
+    assert_error(alice.post("/api/v1/render", params={"from": "nope"}, json={"what": "ever"}), 400, "invalid_value")
     assert_error(alice.post("/api/v1/render", params={"to": "nope"}, content=SAMPLE.read_bytes()), 400,
                  "invalid_value")
     assert alice.get("/api/v1/sessions").json()["details"]["sessions"] == []

@@ -29,6 +29,8 @@ def test_sdk_compact_sorting_string():
     ({"pagination[page_size]": "0"}, "pagination[page_size]"),
     ({"pagination[offset]": "-1"}, "pagination[offset]"),
     ({"pagination[offset]": "ten"}, "pagination[offset]"),
+    ({"pagination[page_size]": ""}, "pagination[page_size]"),  # given but empty: not the default
+    ({"pagination[offset]": " "}, "pagination[offset]"),
     ({"sorting[field]": "password"}, "sorting[field]"),
     ({"sorting[direction]": "up"}, "sorting[direction]"),
 ])

@@ -19,6 +19,8 @@ from agentfolio.api.registry.common import (
     body_doc,
     current_principal,
     flat,
+    id_not,
+    id_segment,
     query,
     query_doc,
     read_object,
@@ -50,9 +52,9 @@ async def list_instances(request: Request, principal: Principal = Depends(curren
     return await answer(request, principal, parse.instance_list, query(request))
 
 
-@router.get("/{agent_instance_id}", summary="Get an agent instance", responses=ONE,
+@router.get("/" + id_segment("agent_instance_id", "register"), summary="Get an agent instance", responses=ONE,
             openapi_extra=query_doc("include_risk_level"))
-async def get_instance(request: Request, agent_instance_id: str,
+async def get_instance(request: Request, agent_instance_id: str = id_not("register"), *,
                        principal: Principal = Depends(current_principal)) -> Response:
     return await answer(request, principal, parse.instance_get,
                         {**query(request), "agent_instance_id": agent_instance_id})

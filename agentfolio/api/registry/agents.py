@@ -8,16 +8,20 @@ from starlette.concurrency import run_in_threadpool
 
 from agentfolio.api.errors import success
 from agentfolio.api.registry import parse
+from agentfolio.api.registry.bodies import AgentCreateDetails, AgentUpdateDetails, details_schema
 from agentfolio.api.registry.common import (
     IDEMPOTENCY_KEY,
     MANY,
     ONE,
     PAGING,
+    TEXT,
     WRAPPED,
     answer,
     body_doc,
     current_principal,
     flat,
+    id_not,
+    id_segment,
     query,
     query_doc,
     read_object,
@@ -28,6 +32,8 @@ from agentfolio.app.registry import AgentDelete, AgentGet, AgentReinstate, Agent
 from agentfolio.app.registry.inputs import AGENT_SORT_FIELDS
 
 router = APIRouter(prefix="/api/v1", tags=["agents"])
+#: ``/agent/{agent_id}``, which never takes ``/agent/show``.
+AGENT = "/agent/" + id_segment("agent_id", "show")
 KEY_ONLY = body_doc("Optional: {idempotency_key}", required=False,
                     properties={"idempotency_key": IDEMPOTENCY_KEY})
 
@@ -50,7 +56,8 @@ async def account(request: Request, principal: Principal = Depends(current_princ
 
 @router.post("/agent", summary="Create an agent", responses=ONE,
              openapi_extra=body_doc("{details: {name, description?, external_identifier?, id?, ...}, "
-                                    "idempotency_key?}", properties=WRAPPED, needs=("name",)))
+                                    "idempotency_key?}", properties=WRAPPED, needs=("name",),
+                                    details=details_schema(AgentCreateDetails)))
 async def create_agent(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = unwrap(await read_object(request))
     return await answer(request, principal, parse.agent_create, fields, key)
@@ -63,22 +70,34 @@ async def list_agents(request: Request, principal: Principal = Depends(current_p
     return await answer(request, principal, parse.agent_list, query(request))
 
 
+#: ``/agent/show`` takes exactly one of ``agent_id`` and ``external_identifier``: two query
+#: parameters documented together as one form-exploded object, which says so.
+WHICH_AGENT = {"name": "which", "in": "query", "required": True, "style": "form", "explode": True,
+               "description": "Exactly one of agent_id and external_identifier (each its own query parameter).",
+               "schema": {"type": "object", "additionalProperties": False, "minProperties": 1, "maxProperties": 1,
+                          "properties": {"agent_id": TEXT, "external_identifier": TEXT}}}
+SHOW_QUERY = query_doc("environment_id", "include_counts", "include_risk_rollup")
+SHOW_QUERY["parameters"].insert(0, WHICH_AGENT)
+
+
 @router.get("/agent/show", summary="Show an agent by id or external identifier", responses=ONE,
-            openapi_extra=query_doc("agent_id", "external_identifier", "environment_id", "include_counts",
-                                    "include_risk_rollup"))
+            openapi_extra=SHOW_QUERY)
 async def show_agent(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     return await answer(request, principal, parse.agent_show, query(request))
 
 
-@router.get("/agent/{agent_id}", summary="Get an agent", responses=ONE)
-async def get_agent(request: Request, agent_id: str, principal: Principal = Depends(current_principal)) -> Response:
+@router.get(AGENT, summary="Get an agent", responses=ONE)
+async def get_agent(request: Request, agent_id: str = id_not("show"),
+                    *, principal: Principal = Depends(current_principal)) -> Response:
     return await answer(request, principal, lambda _: AgentGet(agent_id), {})
 
 
-@router.put("/agent/{agent_id}", summary="Update an agent", responses=ONE,
+@router.put(AGENT, summary="Update an agent", responses=ONE,
             openapi_extra=body_doc("{details: {name?, description?, owner_person_id?, risk_profile_id?, "
-                                   "team_id?}, idempotency_key?}", properties=WRAPPED))
-async def update_agent(request: Request, agent_id: str, principal: Principal = Depends(current_principal)) -> Response:
+                                   "team_id?}, idempotency_key?}",
+                                   properties={**WRAPPED, "details": details_schema(AgentUpdateDetails)}))
+async def update_agent(request: Request, agent_id: str = id_not("show"),
+                       *, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = unwrap(await read_object(request))
     return await answer(request, principal, parse.agent_update, {**fields, "agent_id": agent_id}, key)
 
@@ -101,9 +120,10 @@ async def reinstate_agent(request: Request, agent_id: str,
     return await _action(request, principal, AgentReinstate(agent_id))
 
 
-@router.delete("/agent/{agent_id}", summary="Delete an agent with its instances and spans", responses=ONE,
+@router.delete(AGENT, summary="Delete an agent with its instances and spans", responses=ONE,
                openapi_extra=KEY_ONLY)
-async def delete_agent(request: Request, agent_id: str, principal: Principal = Depends(current_principal)) -> Response:
+async def delete_agent(request: Request, agent_id: str = id_not("show"),
+                       *, principal: Principal = Depends(current_principal)) -> Response:
     return await _action(request, principal, AgentDelete(agent_id))
 
 

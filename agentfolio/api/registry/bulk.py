@@ -30,14 +30,21 @@ BULK_OK = {"description": "Outputs keyed by idempotency key (200 even when an it
 
 
 #: Every item names its operation; an item's own fields go beside ``_type`` or in ``details``.
+#: An unknown ``_type`` is that item's error output, as the Prefactor API answers it (not a
+#: refusal of the request): the document lists the known ones as examples, not as an enum.
 BULK_ITEM = {"type": "object", "required": ["_type", "idempotency_key"],
-             "properties": {"_type": {"type": "string", "enum": sorted(BULK_READERS)},
+             "properties": {"_type": {"type": "string", "minLength": 1, "examples": sorted(BULK_READERS),
+                                      "description": "The operation (an unknown one: that item's output is a "
+                                                     "bad_request error and the run stops there)."},
                             "idempotency_key": {**IDEMPOTENCY_KEY, "maxLength": MAX_BULK_KEY_CHARS}}}
 
 
 @router.post("/bulk", summary="Run many actions in one request", responses={200: BULK_OK,
                                                                             **error_responses(*ERROR_STATUSES)},
-             openapi_extra=body_doc("{items: [{_type, idempotency_key, ...fields or details}]}",
+             openapi_extra=body_doc("{items: [{_type, idempotency_key, ...fields or details}]}; each item's "
+                                    "idempotency_key is its own (the outputs are keyed by it): two items "
+                                    "sharing one answer 409 idempotency_key_already_used, as a key reused "
+                                    "across requests does",
                                     any_of=[{"required": ["items"]}],
                                     properties={"items": {"type": "array", "minItems": 1, "maxItems": MAX_BULK_ITEMS,
                                                           "items": BULK_ITEM}}))

@@ -14,16 +14,18 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import CONVERTOR_TYPES, StringConvertor, register_url_convertor
 
 from agentfolio import _json
 from agentfolio.api.auth import bearer, bearer_token, get_folio
 from agentfolio.api.body import parse_body
 from agentfolio.api.errors import ApiError, error_responses, json_response
 from agentfolio.app.registry import Command, Output, Page, Principal, RegistryService, SpanWritten
+from agentfolio.app.registry.errors import field_error
 from agentfolio.registry.listing import MAX_OFFSET, MAX_PAGE_SIZE
 
 #: Error statuses a registry route may answer (documented for every route).
@@ -89,16 +91,27 @@ def unwrap(body: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
     details = body.get("details")
     if isinstance(details, dict):
         fields = dict(details)
-        key = body.get("idempotency_key")
-        inner = fields.pop("idempotency_key", None)
+        key = _given_key(body)
+        inner = _given_key(fields)
+        fields.pop("idempotency_key", None)
         return fields, key if key is not None else inner
-    fields = dict(body)
-    return fields, fields.pop("idempotency_key", None)
+    return flat(body)
 
 
 def flat(body: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
     fields = dict(body)
-    return fields, fields.pop("idempotency_key", None)
+    key = _given_key(fields)
+    fields.pop("idempotency_key", None)
+    return fields, key
+
+
+def _given_key(fields: Mapping[str, Any]) -> Any:
+    """The body's idempotency key; one given as ``null`` is refused like any other
+    non-string (the service checks the rest): no key is no ``idempotency_key`` at all."""
+    key = fields.get("idempotency_key")
+    if key is None and "idempotency_key" in fields:
+        raise field_error("idempotency_key", "must be a non-empty string (leave it out for no key), found null")
+    return key
 
 
 def query(request: Request) -> dict[str, Any]:
@@ -130,6 +143,28 @@ async def answer(request: Request, principal: Principal, read: Callable[[Mapping
     return json_response(output_body(output))
 
 
+
+def id_segment(name: str, *literals: str) -> str:
+    """A last path segment ``{name}`` that never takes the ``literals``: the routes of a
+    sibling literal path (``/alerts/acknowledge`` beside ``/alerts/{alert_id}``), so that
+    a method the literal path does not take answers 405 with its own ``Allow`` instead of
+    reaching the id route (no id is ever one of those words: ids are 32-character ULIDs).
+    A literal taking the same method as the id route is its own route, declared first,
+    and needs no exclusion (documenting one would make "count" an invalid alert id that
+    the server answers 200, at ``/alerts/count``)."""
+    convertor = "not_" + "_".join(literals)
+    if convertor not in CONVERTOR_TYPES:
+        class NotLiteral(StringConvertor):
+            regex = "(?!(?:" + "|".join(map(re.escape, literals)) + ")$)[^/]+"
+
+        register_url_convertor(convertor, NotLiteral())
+    return "{" + name + ":" + convertor + "}"
+
+
+def id_not(*literals: str) -> Any:
+    """The parameter of an :func:`id_segment`, documented as never being the ``literals``."""
+    return Path(json_schema_extra={"not": {"enum": list(literals)}})
+
 #: An idempotency key as the server takes it: non-empty text, at most 64 characters.
 IDEMPOTENCY_KEY = {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[^\\x00]+$"}
 # OpenAPI helpers: loose documented shapes (the SDK models are the contract; see docs/prefactor-api.md).
@@ -152,11 +187,12 @@ TEXT = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\x00
 
 def body_doc(description: str, *, required: bool = True, properties: dict[str, Any] | None = None,
              needs: tuple[str, ...] = (), wrapped: bool = True,
-             any_of: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+             any_of: list[dict[str, Any]] | None = None, details: dict[str, Any] | None = None) -> dict[str, Any]:
     """A JSON object body; an ``idempotency_key`` is documented wherever one is read.
     ``needs``: the text fields the server requires, in ``details`` or beside the key
     (only beside it when not ``wrapped``, see :func:`unwrap` and :func:`flat`); ``any_of``:
-    the alternatives of which the server needs one."""
+    the alternatives of which the server needs one; ``details``: the schema of the fields
+    (:mod:`agentfolio.api.registry.bodies`), wrapped or flat."""
     schema: dict[str, Any] = {"type": "object", "description": description, "additionalProperties": True,
                               "properties": {"idempotency_key": IDEMPOTENCY_KEY, **(properties or {})}}
     if any_of:
@@ -165,7 +201,7 @@ def body_doc(description: str, *, required: bool = True, properties: dict[str, A
         schema["required"] = list(needs)
         schema["properties"].update(dict.fromkeys(needs, TEXT))
     elif needs:
-        fields = {"type": "object", "required": list(needs), "properties": dict.fromkeys(needs, TEXT)}
+        fields = details or {"type": "object", "required": list(needs), "properties": dict.fromkeys(needs, TEXT)}
         schema["anyOf"] = [{"required": ["details"], "properties": {"details": fields}},
                            {"required": list(needs), "properties": fields["properties"],
                             "not": {"required": ["details"]}}]

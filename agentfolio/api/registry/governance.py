@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agentfolio.api.errors import error_responses, json_response
 from agentfolio.api.registry import parse
+from agentfolio.api.registry.bodies import RiskProfileCreateDetails, details_schema
 from agentfolio.api.registry.common import (
     ERROR_STATUSES,
     MANY,
@@ -25,6 +26,8 @@ from agentfolio.api.registry.common import (
     body_doc,
     current_principal,
     flat,
+    id_not,
+    id_segment,
     query,
     query_doc,
     read_object,
@@ -50,7 +53,7 @@ async def list_profiles(request: Request, principal: Principal = Depends(current
 @router.post("/risk_profile", summary="Create a risk profile", responses=ONE,
              openapi_extra=body_doc("{details: {name, description?, template?: default|empty, categories?, "
                                     "actions?, thresholds?, id?}, idempotency_key?}", properties=WRAPPED,
-                                    needs=("name",)))
+                                    needs=("name",), details=details_schema(RiskProfileCreateDetails)))
 async def create_profile(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = unwrap(await read_object(request))
     return await answer(request, principal, parse.risk_profile_create, fields, key)
@@ -91,8 +94,10 @@ async def acknowledge_alerts(request: Request, principal: Principal = Depends(cu
     return await answer(request, principal, parse.alert_acknowledge, fields, key)
 
 
-@router.get("/alerts/{alert_id}", summary="An alert", responses=ONE)
-async def get_alert(request: Request, alert_id: str, principal: Principal = Depends(current_principal)) -> Response:
+# Only the literal that does not take GET is excluded: GET /alerts/count is its own route.
+@router.get("/alerts/" + id_segment("alert_id", "acknowledge"), summary="An alert", responses=ONE)
+async def get_alert(request: Request, alert_id: str = id_not("acknowledge"),
+                    *, principal: Principal = Depends(current_principal)) -> Response:
     return await answer(request, principal, lambda _: AlertGet(alert_id), {})
 
 

@@ -26,6 +26,7 @@ from agentfolio.app.registry import (
     BadRequest,
     BulkItem,
     Command,
+    IdempotencyKeyReused,
     InstanceFinish,
     InstanceGet,
     InstanceList,
@@ -186,7 +187,8 @@ def risk_profile_list(f: Fields) -> RiskProfileList:
 
 def risk_profile_create(f: Fields) -> RiskProfileCreate:
     return RiskProfileCreate(name=f.get("name"), description=f.get("description"),  # type: ignore[arg-type]
-                             template=f.get("template") or "default", categories=f.get("categories"),
+                             template="default" if f.get("template") is None else f["template"],
+                             categories=f.get("categories"),
                              actions=f.get("actions"), thresholds=f.get("thresholds"), id=f.get("id"))
 
 
@@ -270,8 +272,10 @@ def bulk_items(body: object) -> list[BulkItem]:
             raise refuse(f"{where}._type", "is required (e.g. 'agent_spans/create')")
         if not isinstance(key, str) or not key or len(key) > MAX_BULK_KEY_CHARS or "\x00" in key:
             raise refuse(f"{where}.idempotency_key", f"is required: a string of 1-{MAX_BULK_KEY_CHARS} characters")
-        if key in seen:
-            raise refuse(f"{where}.idempotency_key", f"{key!r} is used by another item of this request")
+        if key in seen:  # the outputs are keyed by it: a key already used, as across requests (409)
+            message = f"{key!r} is used by another item of this request"
+            raise IdempotencyKeyReused(f"{where}.idempotency_key: {message}",
+                                       errors={f"{where}.idempotency_key": message})
         seen.add(key)
         details = item.get("details")
         fields = {k: v for k, v in item.items() if k not in BULK_META}

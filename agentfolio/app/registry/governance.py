@@ -99,7 +99,9 @@ def create_profile(work: Work, command: RiskProfileCreate) -> RiskProfileOutput:
     except RegistryError as error:
         raise from_domain(error) from None
     if work.unit.risk_profiles.by_name(command.name) is not None:
-        raise field_error("details.name", f"{command.name!r} is already the name of a risk profile of this account")
+        # A name already taken conflicts with what is stored (409), as a reused id does.
+        raise field_error("details.name", f"{command.name!r} is already the name of a risk profile of this account",
+                          code="conflict")
     profile_id = work.claim_id(command.id, work.unit.risk_profiles.exists)
     stamp = now_us()
     work.unit.risk_profiles.insert(id=profile_id, name=command.name,
