@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import orjson
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentfolio import _json
 from agentfolio.formats import envelope, registry
@@ -112,6 +114,30 @@ def test_iso_times_from_other_formats_become_milliseconds() -> None:
     assert envelope.iso_to_ms("2025-11-04T19:33:10") == 1762284790000  # no offset: UTC
     assert envelope.iso_to_ms("yesterday") is None
     assert envelope.iso_to_ms("2025-13-04T19:33:10Z") is None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@given(st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+       st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1))
+def test_any_wall_time_and_offset_becomes_the_milliseconds_datetime_counts(moment: datetime, minutes: int) -> None:
+    offset = timezone(timedelta(minutes=minutes))
+    aware = moment.replace(microsecond=moment.microsecond // 1000 * 1000, tzinfo=offset)
+    sign, size = ("-" if minutes < 0 else "+"), abs(minutes)
+    text = (f"{aware.year:04d}-{aware.month:02d}-{aware.day:02d}T{aware.hour:02d}:{aware.minute:02d}:"
+            f"{aware.second:02d}.{aware.microsecond // 1000:03d}{sign}{size // 60:02d}:{size % 60:02d}")
+    assert envelope.iso_to_ms(text) == (aware - _EPOCH) // timedelta(milliseconds=1)
+
+
+@pytest.mark.parametrize("year", [1900, 2000, 2023, 2024, 1, 9999])
+@pytest.mark.parametrize(("month", "day"), [(2, 28), (2, 29), (2, 30), (4, 31), (12, 31)])
+def test_a_date_that_does_not_exist_has_no_milliseconds(year: int, month: int, day: int) -> None:
+    try:
+        expected: int | None = (datetime(year, month, day, tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
+    except ValueError:
+        expected = None
+    assert envelope.iso_to_ms(f"{year:04d}-{month:02d}-{day:02d}T00:00:00Z") == expected
 
 
 # -- Bad input: clear errors with paths ------------------------------------------------

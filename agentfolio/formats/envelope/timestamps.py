@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -58,13 +58,15 @@ def iso_to_ms(text: str) -> int | float | None:
     if match is None:
         return None
     year, month, day, hour, minute, second, fraction, zulu, sign, off_h, off_m = match.groups()
-    try:
-        offset = UTC if zulu or not sign else timezone(
-            (1 if sign == "+" else -1) * timedelta(hours=int(off_h), minutes=int(off_m)))
-        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second or 0), tzinfo=offset)
-    except ValueError:
+    seconds = _epoch_seconds(int(year), int(month), int(day), int(hour), int(minute), int(second or 0))
+    if seconds is None:
         return None
-    whole = (moment - _EPOCH) // timedelta(seconds=1) * 1000
+    if sign and not zulu:
+        offset = int(off_h) * 3600 + int(off_m) * 60
+        if offset >= 86400:  # what datetime.timezone refuses
+            return None
+        seconds -= offset if sign == "+" else -offset
+    whole = seconds * 1000
     if not fraction or (len(fraction) <= 3):
         return whole + int((fraction or "0").ljust(3, "0"))
     try:
@@ -72,6 +74,28 @@ def iso_to_ms(text: str) -> int | float | None:
     except InvalidOperation:
         return None
     return float(exact)
+
+
+_DAYS_IN_MONTH = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _epoch_seconds(year: int, month: int, day: int, hour: int, minute: int, second: int) -> int | None:
+    """Seconds since the epoch of a UTC wall time, None where ``datetime`` would refuse it.
+
+    Integer arithmetic (days from the civil date, Hinnant's algorithm) instead of building
+    datetimes: writing an envelope converts every message's time, and this is several
+    times cheaper."""
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if not (year >= 1 and 1 <= month <= 12 and 1 <= day <= _DAYS_IN_MONTH[month] + (leap and month == 2)
+            and hour < 24 and minute < 60 and second < 60):
+        return None
+    shifted = year - (month <= 2)
+    era = shifted // 400
+    year_of_era = shifted - era * 400
+    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    days = era * 146097 + day_of_era - 719468
+    return days * 86400 + hour * 3600 + minute * 60 + second
 
 
 def _number(value: Any) -> str:
