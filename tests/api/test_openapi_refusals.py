@@ -188,5 +188,8 @@ def test_what_the_server_ignores_or_reads_as_absent_is_documented_so(client: Tes
     acknowledge = operation(client, "/api/v1/alerts/acknowledge", "post")
     schema = acknowledge["requestBody"]["content"]["application/json"]["schema"]
     assert "null" in schema["properties"]["alert_ids"]["type"]
+    assert schema["properties"]["alert_ids"]["items"]["maxLength"] == 64  # as the service checks an id
+    refused(client.post("/api/v1/alerts/acknowledge", json={"alert_ids": ["0" * 65]}), 422, "invalid_value")
+    assert client.post("/api/v1/alerts/acknowledge", json={"alert_ids": ["0" * 64]}).status_code == 404  # no such alert
     assert client.post("/api/v1/alerts/acknowledge", json={"alert_ids": None, "all": True}).status_code == 200
     refused(client.post("/api/v1/alerts/acknowledge", json={"alert_ids": None}), 422, "required_value")

@@ -82,7 +82,7 @@ async def list_alerts(request: Request, principal: Principal = Depends(current_p
 
 #: Which alerts: ids, or ``all: true`` (narrowed by kind and agent); ``alert_ids: null`` is
 #: read as no ids, as the server reads it.
-ACKNOWLEDGE = {"alert_ids": {"type": ["array", "null"], "items": TEXT}, "all": {"type": "boolean"}}
+ACKNOWLEDGE = {"alert_ids": {"type": ["array", "null"], "items": {**TEXT, "maxLength": 64}}, "all": {"type": "boolean"}}
 
 
 @router.post("/alerts/acknowledge", summary="Acknowledge alerts by id, or all that match", responses=ONE,
