@@ -174,3 +174,22 @@ def test_render_takes_an_object_or_an_array_and_refuses_a_scalar(client: TestCli
     refused(client.post("/api/v1/render", params={"to": "a2a"}, json="text"), 400, "invalid_value")
     body = operation(client, "/api/v1/render", "post")["requestBody"]["content"]["application/json"]["schema"]
     assert body["type"] == ["object", "array"]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_what_the_server_ignores_or_reads_as_absent_is_documented_so(client: TestClient) -> None:
+    """Bulk reads each item's key, not the body's: the document names no body key (so a key
+    with NUL there is not "invalid yet accepted"); ``alert_ids: null`` is read as no ids."""
+    bulk = operation(client, "/api/v1/bulk", "post")["requestBody"]["content"]["application/json"]["schema"]
+    assert "idempotency_key" not in bulk["properties"]
+    answer = client.post("/api/v1/bulk", json={"idempotency_key": "a\x00b",
+                                               "items": [{"_type": "agents/list", "idempotency_key": "list-0001"}]})
+    assert answer.status_code == 200, answer.text
+    acknowledge = operation(client, "/api/v1/alerts/acknowledge", "post")
+    schema = acknowledge["requestBody"]["content"]["application/json"]["schema"]
+    assert "null" in schema["properties"]["alert_ids"]["type"]
+    assert schema["properties"]["alert_ids"]["items"]["maxLength"] == 64  # as the service checks an id
+    refused(client.post("/api/v1/alerts/acknowledge", json={"alert_ids": ["0" * 65]}), 422, "invalid_value")
+    assert client.post("/api/v1/alerts/acknowledge", json={"alert_ids": ["0" * 64]}).status_code == 404  # no such alert
+    assert client.post("/api/v1/alerts/acknowledge", json={"alert_ids": None, "all": True}).status_code == 200
+    refused(client.post("/api/v1/alerts/acknowledge", json={"alert_ids": None}), 422, "required_value")

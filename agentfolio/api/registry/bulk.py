@@ -45,7 +45,7 @@ BULK_ITEM = {"type": "object", "required": ["_type", "idempotency_key"],
                                     "idempotency_key is its own (the outputs are keyed by it): two items "
                                     "sharing one answer 409 idempotency_key_already_used, as a key reused "
                                     "across requests does",
-                                    any_of=[{"required": ["items"]}],
+                                    any_of=[{"required": ["items"]}], reads_key=False,
                                     properties={"items": {"type": "array", "minItems": 1, "maxItems": MAX_BULK_ITEMS,
                                                           "items": BULK_ITEM}}))
 async def bulk(request: Request, principal: Principal = Depends(current_principal)) -> Response:

@@ -187,14 +187,17 @@ TEXT = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\x00
 
 def body_doc(description: str, *, required: bool = True, properties: dict[str, Any] | None = None,
              needs: tuple[str, ...] = (), wrapped: bool = True,
-             any_of: list[dict[str, Any]] | None = None, details: dict[str, Any] | None = None) -> dict[str, Any]:
+             any_of: list[dict[str, Any]] | None = None, details: dict[str, Any] | None = None,
+             reads_key: bool = True) -> dict[str, Any]:
     """A JSON object body; an ``idempotency_key`` is documented wherever one is read.
     ``needs``: the text fields the server requires, in ``details`` or beside the key
     (only beside it when not ``wrapped``, see :func:`unwrap` and :func:`flat`); ``any_of``:
     the alternatives of which the server needs one; ``details``: the schema of the fields
-    (:mod:`agentfolio.api.registry.bodies`), wrapped or flat."""
+    (:mod:`agentfolio.api.registry.bodies`), wrapped or flat; ``reads_key``: false where the
+    body's own ``idempotency_key`` is not read (bulk: each item has its own)."""
+    keyed = {"idempotency_key": IDEMPOTENCY_KEY} if reads_key else {}
     schema: dict[str, Any] = {"type": "object", "description": description, "additionalProperties": True,
-                              "properties": {"idempotency_key": IDEMPOTENCY_KEY, **(properties or {})}}
+                              "properties": {**keyed, **(properties or {})}}
     if any_of:
         schema["anyOf"] = any_of
     if needs and not wrapped:

@@ -80,14 +80,16 @@ async def list_alerts(request: Request, principal: Principal = Depends(current_p
     return await answer(request, principal, parse.alert_list, query(request))
 
 
-#: Which alerts: ids, or ``all: true`` (narrowed by kind and agent).
-ACKNOWLEDGE = {"alert_ids": {"type": "array", "items": TEXT}, "all": {"type": "boolean"}}
+#: Which alerts: ids, or ``all: true`` (narrowed by kind and agent); ``alert_ids: null`` is
+#: read as no ids, as the server reads it.
+ACKNOWLEDGE = {"alert_ids": {"type": ["array", "null"], "items": {**TEXT, "maxLength": 64}}, "all": {"type": "boolean"}}
 
 
 @router.post("/alerts/acknowledge", summary="Acknowledge alerts by id, or all that match", responses=ONE,
              openapi_extra=body_doc("{alert_ids?: [id], all?: true, kind?, agent_id?, idempotency_key?}",
                                     properties=ACKNOWLEDGE,
-                                    any_of=[{"required": ["alert_ids"], "properties": {"alert_ids": {"minItems": 1}}},
+                                    any_of=[{"required": ["alert_ids"],
+                                             "properties": {"alert_ids": {"type": "array", "minItems": 1}}},
                                             {"required": ["all"], "properties": {"all": {"const": True}}}]))
 async def acknowledge_alerts(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = flat(await read_object(request))
