@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from agentfolio.api.registry.common import NON_BLANK
 from agentfolio.app.registry.inputs import PROFILE_TEMPLATES
 from agentfolio.registry.ids import ID_PATTERN
 
@@ -16,7 +17,7 @@ __all__ = ["AgentCreateDetails", "AgentUpdateDetails", "RiskProfileCreateDetails
 
 _NO_NUL = "^[^\\x00]*$"
 #: A name: text with something besides spaces, without NUL, up to 255 characters.
-Name = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern="^[^\\x00]*[^\\x00\\s][^\\x00]*$")]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=NON_BLANK)]
 Text255 = Annotated[str, StringConstraints(max_length=255, pattern=_NO_NUL)]
 Description = Annotated[str, StringConstraints(max_length=10_000, pattern=_NO_NUL)]
 Reference = Annotated[str, StringConstraints(max_length=64, pattern=_NO_NUL)]

@@ -181,8 +181,11 @@ ONE = {200: SUCCESS, **error_responses(*ERROR_STATUSES)}
 MANY = {200: LIST, **error_responses(*ERROR_STATUSES)}
 
 
-#: A name or id the server takes: text with something besides spaces, without NUL.
-TEXT = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\x00]*[^\\x00\\s][^\\x00]*$"}
+#: A name or id the server takes: text with something besides spaces, without NUL. "Spaces"
+#: are what Python's ``str.strip`` removes, which include the separators U+001C-U+001F and
+#: U+0085 that a JSON Schema (ECMA) ``\s`` does not.
+NON_BLANK = "^[^\\x00]*[^\\x00\\s\\x1c-\\x1f\\x85][^\\x00]*$"
+TEXT = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NON_BLANK}
 
 
 def body_doc(description: str, *, required: bool = True, properties: dict[str, Any] | None = None,
