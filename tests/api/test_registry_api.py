@@ -182,7 +182,7 @@ def test_bulk_semantics_and_termination(api) -> None:
     error(alice.post("/api/v1/bulk", json={"items": []}), 422, "invalid_value")
     error(alice.post("/api/v1/bulk", json={"items": [{"_type": "agents/list", "idempotency_key": "same-key"},
                                                      {"_type": "agents/list", "idempotency_key": "same-key"}]}),
-          422, "invalid_value")
+          409, "idempotency_key_already_used")
     # A failing register inside bulk leaves the items before it stored.
     answer = alice.post("/api/v1/bulk", json={"items": [
         {"_type": "agent_spans/create", "idempotency_key": "bulk-0004",
