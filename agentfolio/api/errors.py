@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import errno
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal, TypeAlias
 
 from fastapi import FastAPI, Request
@@ -61,18 +61,24 @@ STORAGE_FULL = "the server's storage is full: nothing was stored; retry when spa
 def storage_full(error: BaseException) -> bool:
     """Whether a failure is a full disk: the blob store's (ENOSPC, EDQUOT), SQLite's
     (SQLITE_FULL) or PostgreSQL's (SQLSTATE 53100 disk_full)."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in _causes(error):
         if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT):
             return True
         if getattr(current, "sqlite_errorcode", None) == 13:  # SQLITE_FULL
             return True
         if getattr(current, "sqlstate", None) == "53100":
             return True
-        current = getattr(current, "orig", None) or current.__cause__ or current.__context__
     return False
+
+
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    """The error, then what it wraps (a driver's error under SQLAlchemy's) and what caused it."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = getattr(current, "orig", None) or current.__cause__ or current.__context__
 
 
 #: SQLite's primary result codes for a database another connection holds
@@ -91,10 +97,7 @@ def database_busy(error: BaseException) -> bool:
     """Whether a failure is the database being busy or away rather than a bug: another
     writer held SQLite's lock past the busy timeout, or PostgreSQL refused or dropped the
     work.  The transaction rolled back, so the client may simply retry."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in _causes(error):
         if getattr(current, "connection_invalidated", False):
             return True
         code = getattr(current, "sqlite_errorcode", None)
@@ -103,7 +106,6 @@ def database_busy(error: BaseException) -> bool:
         state = getattr(current, "sqlstate", None)
         if isinstance(state, str) and (state in _PG_BUSY_STATES or state[:2] in _PG_BUSY_CLASSES):
             return True
-        current = getattr(current, "orig", None) or current.__cause__ or current.__context__
     return False
 
 
