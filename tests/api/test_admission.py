@@ -4,10 +4,12 @@ it is stored, and the same request sent again once a place is free is taken."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
@@ -49,15 +51,25 @@ class HeldWrites:
         self.released.set()
 
 
+@dataclass
+class Served:
+    url: str
+    token: str
+    headers: dict[str, str]
+    held: HeldWrites
+    app: Any
+
+
 @pytest.fixture
-def served(store: Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, dict[str, str], HeldWrites]]:
+def served(store: Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
     limited = Store(store.settings.with_(bulk_queue_size=LIMIT), store.engine, store.blobs)
     held = HeldWrites(limited.registry.write)
     monkeypatch.setattr(limited.registry, "write", held)
     token, _ = store.accounts.create_token("gate")
-    server = InProcessServer(create_server(folio=Agentfolio(limited, owned=False), viewer=False), log_level="warning")
+    app = create_server(folio=Agentfolio(limited, owned=False), viewer=False)
+    server = InProcessServer(app, log_level="warning")
     try:
-        yield server.url, {"Authorization": f"Bearer {token}"}, held
+        yield Served(server.url, token, {"Authorization": f"Bearer {token}"}, held, app)
     finally:
         held.release()  # whatever failed, let the held requests end so the server stops
         server.stop()
@@ -101,22 +113,28 @@ def _send_headers_only(url: str, token_headers: dict[str, str], length: int) -> 
         return answer
 
 
-def test_bulk_requests_past_the_limit_are_refused_429_until_a_place_is_free(
-        served: tuple[str, dict[str, str], HeldWrites]) -> None:
-    url, headers, held = served
+def _fill(served: Served, instance: str, names: tuple[str, ...]) -> tuple[list[threading.Thread],
+                                                                           dict[str, httpx.Response]]:
+    """Send one bulk request per name and wait until each holds a place, inside its write."""
+    answers: dict[str, httpx.Response] = {}
+
+    def send(name: str) -> None:
+        with httpx.Client(base_url=served.url, headers=served.headers, timeout=PATIENCE * 2) as own:
+            answers[name] = own.post("/api/v1/bulk", json=_batch(instance, name))
+
+    served.held.holding = True
+    senders = [threading.Thread(target=send, args=(name,)) for name in names]
+    for sender in senders:
+        sender.start()
+    served.held.wait_for(len(names))
+    return senders, answers
+
+
+def test_bulk_requests_past_the_limit_are_refused_429_until_a_place_is_free(served: Served) -> None:
+    url, headers, held = served.url, served.headers, served.held
     with httpx.Client(base_url=url, headers=headers, timeout=PATIENCE) as api:
         instance = _instance(api)
-        held.holding = True
-        answers: dict[str, httpx.Response] = {}
-
-        def send(name: str) -> None:
-            with httpx.Client(base_url=url, headers=headers, timeout=PATIENCE * 2) as own:
-                answers[name] = own.post("/api/v1/bulk", json=_batch(instance, name))
-
-        senders = [threading.Thread(target=send, args=(name,)) for name in ("first", "second")]
-        for sender in senders:
-            sender.start()
-        held.wait_for(LIMIT)  # both are past the gate, inside their write
+        senders, answers = _fill(served, instance, ("first", "second"))
 
         refused = api.post("/api/v1/bulk", json=_batch(instance, "third"))
         assert refused.status_code == 429, refused.text
@@ -140,12 +158,10 @@ def test_bulk_requests_past_the_limit_are_refused_429_until_a_place_is_free(
         assert _stored_batches(api) == ["first"] * 3 + ["second"] * 3 + ["third"] * 3
 
 
-def test_every_place_is_given_back_after_refusals_and_failures(
-        served: tuple[str, dict[str, str], HeldWrites]) -> None:
+def test_every_place_is_given_back_after_refusals_and_failures(served: Served) -> None:
     """Requests that fail (bad bodies, refused items) free their place: more of them than
     the limit, one after another, never turn into 429s."""
-    url, headers, _ = served
-    with httpx.Client(base_url=url, headers=headers, timeout=PATIENCE) as api:
+    with httpx.Client(base_url=served.url, headers=served.headers, timeout=PATIENCE) as api:
         instance = _instance(api)
         for _ in range(LIMIT * 3):
             assert api.post("/api/v1/bulk", content=b"{not json",
@@ -153,3 +169,52 @@ def test_every_place_is_given_back_after_refusals_and_failures(
             assert api.post("/api/v1/bulk", json={"items": []}).status_code == 422
         taken = api.post("/api/v1/bulk", json=_batch(instance, "after"))
         assert taken.status_code == 200, taken.text
+
+
+def test_the_prefactor_http_client_waits_out_a_full_server_unmodified(served: Served,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The published SDK's bulk call, sent while every place is taken, is refused 429, retries
+    on its own (same body, same keys) and is stored once a place is free."""
+    from prefactor_http import HttpClientConfig, PrefactorHttpClient
+    from prefactor_http.models.bulk import BulkItem, BulkRequest
+
+    with httpx.Client(base_url=served.url, headers=served.headers, timeout=PATIENCE) as api:
+        instance = _instance(api)
+        senders, answers = _fill(served, instance, ("first", "second"))
+        gate = served.app.state.bulk_gate
+        refused = threading.Event()
+        admit = gate.admit
+
+        def watched_admit() -> bool:
+            taken = admit()
+            if not taken:
+                refused.set()
+            return bool(taken)
+
+        monkeypatch.setattr(gate, "admit", watched_admit)
+        outcome: dict[str, Any] = {}
+
+        async def through_the_sdk() -> Any:
+            items = [BulkItem(_type="agent_spans/create", idempotency_key=f"sdk-item-{i}",  # type: ignore[call-arg]
+                              details={"agent_instance_id": instance, "schema_name": "step", "status": "complete",
+                                       "payload": {"batch": "sdk", "i": i}}) for i in range(3)]
+            async with PrefactorHttpClient(HttpClientConfig(api_url=served.url, api_token=served.token)) as client:
+                return await client.bulk.execute(BulkRequest(items=items))
+
+        def run_sdk() -> None:
+            try:
+                outcome["answer"] = asyncio.run(through_the_sdk())
+            except Exception as error:  # reported below, in the test's thread
+                outcome["error"] = error
+
+        sdk = threading.Thread(target=run_sdk)
+        sdk.start()
+        assert refused.wait(PATIENCE), f"the SDK's request was never refused: {outcome}"
+        served.held.release()
+        for thread in (*senders, sdk):
+            thread.join(PATIENCE * 2)
+        assert "error" not in outcome, outcome
+        assert {key: output.status for key, output in outcome["answer"].outputs.items()} == {
+            "sdk-item-0": "success", "sdk-item-1": "success", "sdk-item-2": "success"}
+        assert [answers[name].status_code for name in ("first", "second")] == [200, 200]
+        assert _stored_batches(api) == ["first"] * 3 + ["sdk"] * 3 + ["second"] * 3
