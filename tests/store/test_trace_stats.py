@@ -18,16 +18,7 @@ from alembic import command
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentfolio.app.registry import (
-    AgentCreate,
-    AgentDelete,
-    BulkItem,
-    InstanceRegister,
-    Principal,
-    RegistryService,
-    SpanCreate,
-    SpanFinish,
-)
+from agentfolio.app import registry as app
 from agentfolio.app.registry.fields import schema_version_draft
 from agentfolio.otel.decode import OtelSpan
 from agentfolio.otel.mapping import map_spans
@@ -112,19 +103,19 @@ class World:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.service = RegistryService(store)
-        self.principal = Principal(store.accounts.ensure(f"stats-{next(_accounts)}"))
+        self.service = app.RegistryService(store)
+        self.principal = app.Principal(store.accounts.ensure(f"stats-{next(_accounts)}"))
         self.partition = store.registry.account(self.principal.account.pk).partition
         self.agents: list[str] = []
         self.instances: list[str] = []
         self.agent_of: dict[str, str] = {}
         self.open_spans: list[str] = []
-        self.batches: list[list[BulkItem]] = []
+        self.batches: list[list[app.BulkItem]] = []
         self.otel_batches: list[list[OtelSpan]] = []
         self.writer = OtelSpans(store.registry)
 
     def agent(self) -> str:
-        agent = self.service.create_agent(self.principal, AgentCreate(name=f"agent {len(self.agents)}")).id
+        agent = self.service.create_agent(self.principal, app.AgentCreate(name=f"agent {len(self.agents)}")).id
         self.agents.append(agent)
         return agent
 
@@ -132,7 +123,7 @@ class World:
         if not self.agents or pick % 3 == 0:
             self.agent()
         agent = self.agents[pick % len(self.agents)]
-        instance = self.service.register_instance(self.principal, InstanceRegister(
+        instance = self.service.register_instance(self.principal, app.InstanceRegister(
             agent_id=agent, agent_version={"name": "a"},
             agent_schema_version=schema_version_draft(VERSION, "agent_schema_version"))).id
         self.instances.append(instance)
@@ -148,13 +139,13 @@ class World:
             status = ("pending", "active", "complete", "failed")[kind % 4]
             started = None if status == "pending" else BASE + timedelta(seconds=kind * 7 + len(self.batches))
             finished = started + timedelta(seconds=kind) if status in ("complete", "failed") and started else None
-            items.append(BulkItem(f"{span_id}-create", SpanCreate(
+            items.append(app.BulkItem(f"{span_id}-create", app.SpanCreate(
                 agent_instance_id=instance, schema_name="step", status=status, id=span_id,
                 payload={} if kind % 2 else {"n": kind}, result_payload={} if finished else None,
                 started_at=started, finished_at=finished)))
             if status in ("pending", "active"):
                 if finish_some and kind % 3 == 0:  # created and finished in one request
-                    items.append(BulkItem(f"{span_id}-finish", SpanFinish(agent_span_id=span_id, status="failed")))
+                    items.append(app.BulkItem(f"{span_id}-finish", app.SpanFinish(agent_span_id=span_id, status="failed")))
                 else:
                     self.open_spans.append(span_id)
         self.batches.append(items)
@@ -167,13 +158,13 @@ class World:
     def finish(self, pick: int, failed: bool) -> None:
         if self.open_spans:
             span_id = self.open_spans.pop(pick % len(self.open_spans))
-            self.service.bulk(self.principal, [BulkItem(f"{span_id}-finish-later", SpanFinish(
+            self.service.bulk(self.principal, [app.BulkItem(f"{span_id}-finish-later", app.SpanFinish(
                 agent_span_id=span_id, status="failed" if failed else "complete", timestamp=BASE + timedelta(
                     days=pick)))])
 
     def single(self, pick: int) -> None:
         instance = self.instance(pick) if not self.instances else self.instances[pick % len(self.instances)]
-        self.service.create_span(self.principal, SpanCreate(
+        self.service.create_span(self.principal, app.SpanCreate(
             agent_instance_id=instance, schema_name="step", status="active", payload={"n": pick},
             started_at=BASE - timedelta(seconds=pick)))
 
@@ -196,7 +187,7 @@ class World:
     def delete_agent(self, pick: int) -> None:
         if self.agents:
             agent = self.agents.pop(pick % len(self.agents))
-            self.service.run(self.principal, AgentDelete(agent_id=agent))
+            self.service.run(self.principal, app.AgentDelete(agent_id=agent))
             self.instances = [instance for instance in self.instances if self.agent_of[instance] != agent]
 
 
