@@ -362,6 +362,8 @@ class Worker:
                           "payload": {"model": "gpt-soak", "prompt": f"span {self.spans_made} " * 8}})
 
         def done(response: httpx.Response) -> bool:
+            if response.status_code == 429:  # back-pressure: other workers' bulk requests were in progress
+                return "retry-after" in response.headers
             return response.status_code == 200 and all(
                 output.get("status") == "success" for output in response.json()["outputs"].values())
 

@@ -51,6 +51,7 @@ from agentfolio.store.otel_queue import QueueRows
 from agentfolio.store.registry import AccountRecord, RegistryStore, RegistryUnit
 from agentfolio.store.registry.base import Rows
 from agentfolio.store.registry.bulk import insert_many
+from agentfolio.store.registry.trace_stats import TraceCounts, update_spans
 from agentfolio.store.registry_tables import (
     otel_conversations as t_conversations,
 )
@@ -174,7 +175,18 @@ class ConversationRecord:
 
 class OtelRows(Rows):
     """The statements OTel ingest runs, each built through the account's scope: a span,
-    agent, schema version or instance of another account is never found or changed."""
+    agent, schema version or instance of another account is never found or changed.
+    What the writes change in their traces' stats is added up in :attr:`counts` and
+    written by :meth:`apply_counts`, one row per trace."""
+
+    __slots__ = ("counts",)
+
+    def __init__(self, connection: Connection, scope: AccountScope) -> None:
+        super().__init__(connection, scope)
+        self.counts = TraceCounts(scope.account_pk)
+
+    def apply_counts(self) -> None:
+        self.counts.apply(self.conn)
 
     def stored(self, span_ids: list[str]) -> set[str]:
         """Which of these span ids are stored."""
@@ -267,6 +279,7 @@ class OtelRows(Rows):
         self.conn.execute(self.scope.update(t_instances).where(t_instances.c.id == instance_id).values(**changes))
 
     def delete_instance_if_empty(self, instance_id: str) -> None:
+        self.apply_counts()  # the spans moved out are counted before the stats row goes with the instance
         # The spans of an instance are its account's: the instance's scope covers them.
         self.conn.execute(self.scope.delete(t_instances).where(
             t_instances.c.id == instance_id, ~sa.exists().where(t_spans.c.instance_id == t_instances.c.id)))
@@ -289,8 +302,7 @@ class OtelRows(Rows):
                                       .where(t_spans.c.instance_id == instance_id)).all())
 
     def move_spans(self, span_ids: list[str], **changes: Any) -> None:
-        for chunk in _chunks(span_ids):
-            self.conn.execute(self.scope.update(t_spans).where(t_spans.c.id.in_(chunk)).values(**changes))
+        update_spans(self.conn, self.scope, span_ids, self.counts, **changes)
 
     def waiting_for(self, parent_ids: list[str]) -> list[Any]:
         """Spans stored before their parent, among the children of ``parent_ids`` (through
@@ -303,10 +315,12 @@ class OtelRows(Rows):
         return found
 
     def update_span(self, span_id: str, **changes: Any) -> None:
-        self.conn.execute(self.scope.update(t_spans).where(t_spans.c.id == span_id).values(**changes))
+        update_spans(self.conn, self.scope, [span_id], self.counts, **changes)
 
     def insert_spans(self, rows: list[dict[str, Any]]) -> None:
-        insert_many(self.conn, t_spans, self.scope.rows(rows))
+        scoped = self.scope.rows(rows)
+        insert_many(self.conn, t_spans, scoped)
+        self.counts.add_all(scoped)
 
     def session_span_counts(self, session_ids: list[str]) -> dict[str, int]:
         """How many spans each of these sessions has (absent: none)."""
@@ -430,6 +444,7 @@ class _Write:
         result.queued = set(queued)
         self._rehome(fresh, agent_of, agents, instance_of)
         self._found_children(list(fresh))
+        self.rows.apply_counts()
         result.inserted = len(rows)
         result.schema_versions = list(self.created)
         return result

@@ -175,7 +175,7 @@ registry_spans = sa.Table(
     sa.Column("finished_at", Micros, nullable=True),
     sa.Column("inserted_at", Micros, nullable=False),
     sa.Column("updated_at", Micros, nullable=False),
-    sa.Index(None, "instance_id", "id"),
+    # (No index on (instance_id, id): the tree index's prefix serves every read by trace.)
     sa.Index(None, "account_pk", "id"),
     sa.Index(None, "agent_id", "id"),
     sa.Index(None, "account_pk", "session_id"),
@@ -193,9 +193,8 @@ registry_spans = sa.Table(
 )
 
 # Per trace (instance): how many spans, failed spans and spans failing validation, and
-# when its spans start and end.  Kept
-# by triggers on ``registry_spans`` (migration ``0005_trace_pages``) whatever writes the
-# spans, so listing traces never counts spans.
+# when its spans start and end.  Kept by every writer of spans, one row per trace per
+# batch (``agentfolio.store.registry.trace_stats``), so listing traces never counts spans.
 registry_trace_stats = sa.Table(
     "registry_trace_stats", metadata,
     sa.Column("instance_id", Id, sa.ForeignKey("registry_instances.id", ondelete="CASCADE"), primary_key=True),

@@ -2,7 +2,9 @@
 
 New spans are buffered and inserted with one ``executemany`` when the unit flushes
 (before any read of spans, and at commit), so a bulk request of thousands of spans
-costs one round trip instead of thousands.
+costs one round trip instead of thousands; what they (and updates of stored spans)
+change in their traces' stats is written at the same flush, one row per trace
+(:mod:`agentfolio.store.registry.trace_stats`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from sqlalchemy.engine import Row
 from agentfolio.registry.listing import PageRequest
 from agentfolio.store.registry.base import Rows, eq
 from agentfolio.store.registry.bulk import insert_many
+from agentfolio.store.registry.trace_stats import TraceCounts, update_spans
 from agentfolio.store.registry_tables import (
     registry_instances as t_instances,
 )
@@ -78,10 +81,12 @@ class Instances(Rows):
 
 
 class Spans(Rows):
-    __slots__ = ("loaded", "pending")
+    __slots__ = ("counts", "loaded", "pending")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
+        #: what the writes not flushed yet change in their traces' stats
+        self.counts = TraceCounts(self.scope.account_pk)
         #: span id → row not inserted yet (without ``account_pk``: the scope adds it)
         self.pending: dict[str, dict[str, Any]] = {}
         #: span id → stored row read ahead by :meth:`preload` (kept current by :meth:`update`)
@@ -137,7 +142,7 @@ class Spans(Rows):
             return
         if span_id in self.loaded:
             self.loaded[span_id].update(changes)
-        self.conn.execute(self.scope.update(t_spans).where(t_spans.c.id == span_id).values(**changes))
+        update_spans(self.conn, self.scope, [span_id], self.counts, **changes)
 
     def page(self, page: PageRequest, *, agent_of_token: str | None = None,
              **filters: str) -> tuple[list[Row[Any]], int]:
@@ -149,5 +154,8 @@ class Spans(Rows):
 
     def flush(self) -> None:
         if self.pending:
-            insert_many(self.conn, t_spans, self.scope.rows(self.pending.values()))
+            rows = self.scope.rows(self.pending.values())
+            insert_many(self.conn, t_spans, rows)
+            self.counts.add_all(rows)
             self.pending.clear()
+        self.counts.apply(self.conn)

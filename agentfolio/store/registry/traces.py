@@ -11,8 +11,8 @@ parent is not among the trace's spans (``parent_found`` not true); a child is on
 parent was found in the trace.  So every span has exactly one place in the tree.
 
 The trace list reads instances in the order asked for, keyset-paged, joined with their
-agent's name and with the per-trace counts the database keeps
-(``registry_trace_stats``).
+agent's name and with the per-trace counts the span writers keep
+(``registry_trace_stats``, see :mod:`agentfolio.store.registry.trace_stats`).
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ class TraceSpans(Rows):
         return list(self.conn.execute(sa.select(chain).order_by(chain.c.level)).all())
 
     def stats(self, instance_id: str) -> Row[Any] | None:
-        """The counts and timeline bounds the database keeps for the trace."""
+        """The counts and timeline bounds kept for the trace."""
         return self.conn.execute(self.scope.select(t_stats).where(t_stats.c.instance_id == instance_id)).first()
 
     def overview(self, instance_id: str) -> list[Row[Any]]:

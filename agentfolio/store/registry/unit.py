@@ -81,6 +81,7 @@ class RegistryUnit:
             yield
         except BaseException:
             nested.rollback()
+            self.spans.counts.discard()  # the block's updates were rolled back: so is what they counted
             raise
         nested.commit()
 
