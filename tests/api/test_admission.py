@@ -218,3 +218,11 @@ def test_the_prefactor_http_client_waits_out_a_full_server_unmodified(served: Se
             "sdk-item-0": "success", "sdk-item-1": "success", "sdk-item-2": "success"}
         assert [answers[name].status_code for name in ("first", "second")] == [200, 200]
         assert _stored_batches(api) == ["first"] * 3 + ["sdk"] * 3 + ["second"] * 3
+
+
+def test_the_openapi_document_names_the_429_and_its_retry_after(served: Served) -> None:
+    document = httpx.get(served.url + "/openapi.json", timeout=PATIENCE).json()
+    refused = document["paths"]["/api/v1/bulk"]["post"]["responses"]["429"]
+    assert refused["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorEnvelope"}
+    assert refused["headers"]["Retry-After"]["schema"]["type"] == "integer"
+    assert "too_many_requests" in refused["description"]
