@@ -62,7 +62,7 @@ class Served:
 
 @pytest.fixture
 def served(store: Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
-    limited = Store(store.settings.with_(bulk_queue_size=LIMIT), store.engine, store.blobs)
+    limited = Store(store.settings.with_(bulk_queue_size=LIMIT, otlp_queue_size=LIMIT), store.engine, store.blobs)
     held = HeldWrites(limited.registry.write)
     monkeypatch.setattr(limited.registry, "write", held)
     token, _ = store.accounts.create_token("gate")
@@ -218,3 +218,51 @@ def test_the_prefactor_http_client_waits_out_a_full_server_unmodified(served: Se
             "sdk-item-0": "success", "sdk-item-1": "success", "sdk-item-2": "success"}
         assert [answers[name].status_code for name in ("first", "second")] == [200, 200]
         assert _stored_batches(api) == ["first"] * 3 + ["sdk"] * 3 + ["second"] * 3
+
+
+def test_the_openapi_document_names_the_429_and_its_retry_after(served: Served) -> None:
+    document = httpx.get(served.url + "/openapi.json", timeout=PATIENCE).json()
+    refused = document["paths"]["/api/v1/bulk"]["post"]["responses"]["429"]
+    assert refused["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorEnvelope"}
+    assert refused["headers"]["Retry-After"]["schema"]["type"] == "integer"
+    assert "too_many_requests" in refused["description"]
+
+
+def test_the_otlp_receiver_shares_the_gate_and_refuses_past_its_queue(served: Served,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same count at ``/v1/traces``: with its places taken by requests held at the
+    store, one more is 429 with ``Retry-After`` (an OTLP Status body) and stores nothing;
+    sent again after, it is stored."""
+    from tests.api.test_otlp import request_with
+    from tests.otlp_support import spans_of
+
+    def export(trace: int) -> httpx.Response:
+        body = request_with({"trace_id": bytes([trace]) * 16}).SerializeToString()
+        return httpx.post(served.url + "/v1/traces", content=body, timeout=PATIENCE * 2,
+                          headers={**served.headers, "Content-Type": "application/x-protobuf"})
+
+    assert export(1).status_code == 200  # the receiver exists now, with its gate
+    ingest = served.app.state.otlp_ingest
+    held = HeldWrites(ingest._store_spans)
+    monkeypatch.setattr(ingest, "_store_spans", held)
+    held.holding = True
+    answers: dict[int, httpx.Response] = {}
+
+    def send(trace: int) -> None:
+        answers[trace] = export(trace)
+
+    senders = [threading.Thread(target=send, args=(trace,)) for trace in (2, 3)]
+    try:
+        for sender in senders:
+            sender.start()
+        held.wait_for(LIMIT)
+        refused = export(4)
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "1", refused.content
+    finally:
+        held.release()
+        for sender in senders:
+            sender.join(PATIENCE * 2)
+    assert [answers[trace].status_code for trace in (2, 3)] == [200, 200]
+    assert len(spans_of(served.url, served.token)) == 3  # nothing of the refused one
+    assert export(4).status_code == 200
+    assert len(spans_of(served.url, served.token)) == 4
