@@ -53,9 +53,16 @@ def test_an_idempotency_key_given_as_null_is_refused(client: TestClient) -> None
     for path, body in (("/api/v1/agent", {"details": {"name": "a"}, "idempotency_key": None}),
                        ("/api/v1/agent", {"details": {"name": "a", "idempotency_key": None}}),
                        ("/api/v1/risk_profile", {"details": {"name": "p"}, "idempotency_key": None}),
-                       ("/api/v1/alerts/acknowledge", {"all": True, "idempotency_key": None})):
+                       ("/api/v1/alerts/acknowledge", {"all": True, "idempotency_key": None}),
+                       ("/api/v1/agent_spans", {"details": {"agent_instance_id": "0", "schema_name": "s",
+                                                            "idempotency_key": None}}),
+                       ("/api/v1/agent_instance/register", {"agent_id": "a", "idempotency_key": None})):
         message = refused(client.post(path, json=body), 422, "invalid_value")
         assert "idempotency_key" in message and "null" in message
+    for path, schema in (("/api/v1/agent_spans", _details(client, "/api/v1/agent_spans", "post")),
+                         ("/api/v1/agent_instance/register", operation(client, "/api/v1/agent_instance/register", "post")
+                          ["requestBody"]["content"]["application/json"]["schema"])):
+        assert schema["properties"]["idempotency_key"]["type"] == "string", path  # null is not documented
     assert client.post("/api/v1/agent", json={"details": {"name": "a"}}).status_code == 200
 
 

@@ -55,6 +55,8 @@ Timestamp = Annotated[str, StringConstraints(pattern=TIMESTAMP_PATTERN)]
 ChosenId = Annotated[str, StringConstraints(pattern=ID_PATTERN.pattern)]
 CHOSEN_ID: Any = Field(None, description="An id of your own (default: one is made); it must lie in your "
                                          "account's id partition, as the ids made for it do.")
+#: An idempotency key given in the fields (left out for none: ``null`` is refused).
+Key = Annotated[str, WithJsonSchema(IDEMPOTENCY_KEY)]
 #: An object: a JSON Schema, a payload.
 JsonObject = dict[str, Any]
 
@@ -182,7 +184,7 @@ class InstanceRegisterBody(_Details):
     external_identifier: ShortText | None = None
     session_id: SessionId | None = None
     id: ChosenId | None = CHOSEN_ID
-    idempotency_key: Annotated[str, WithJsonSchema(IDEMPOTENCY_KEY)] | None = None
+    idempotency_key: Key = None  # type: ignore[assignment]  # may be left out, never null
 
 
 # --------------------------------------------------------------------------- spans
@@ -207,7 +209,7 @@ class SpanCreateDetails(_Details):
     started_at: Timestamp | None = None
     finished_at: Timestamp | None = None
     id: ChosenId | None = CHOSEN_ID
-    idempotency_key: Annotated[str, WithJsonSchema(IDEMPOTENCY_KEY)] | None = None
+    idempotency_key: Key = None  # type: ignore[assignment]  # may be left out, never null
 
 
 def details_schema(model: type[BaseModel]) -> dict[str, Any]:
