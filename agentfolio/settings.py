@@ -31,6 +31,11 @@ Every setting has a default that needs no set-up:
     answering 429 with ``Retry-After`` (default 8), and how many stored spans may wait
     for their conversations (in the database) before it answers 503 with
     ``Retry-After`` until they are taken in (default 100000).
+``AGENTFOLIO_BULK_QUEUE``
+    How many ``POST /api/v1/bulk`` requests one server process takes at once (default 2):
+    one more is answered 429 with ``Retry-After`` before its body is read, so the ones taken
+    stay as fast as with one client instead of each waiting for all before it (the
+    Prefactor SDKs retry 429).  Each process has its own count (``--workers N``: N times it).
 ``AGENTFOLIO_IDEMPOTENCY_WINDOW``
     Seconds an idempotency key of the registry API (``Idempotency-Key``, a bulk item's
     ``idempotency_key``) is remembered: within it a replay answers again and the same key
@@ -70,6 +75,7 @@ DEFAULT_MAX_JSON_DEPTH = 128
 DEFAULT_OTLP_MAX_BYTES = 32 * 1024 * 1024
 DEFAULT_OTLP_QUEUE = 8
 DEFAULT_OTLP_BACKLOG = 100_000
+DEFAULT_BULK_QUEUE = 2
 DEFAULT_COMPAT_TIMEOUT = 10
 MIGRATE_CHOICES = ("auto", "off")
 LOG_FORMATS = ("text", "json")
@@ -105,6 +111,7 @@ class Settings:
     otlp_max_bytes: int = DEFAULT_OTLP_MAX_BYTES
     otlp_queue_size: int = DEFAULT_OTLP_QUEUE
     otlp_backlog: int = DEFAULT_OTLP_BACKLOG
+    bulk_queue_size: int = DEFAULT_BULK_QUEUE
     compat_timeout: int = DEFAULT_COMPAT_TIMEOUT
     migrate: str = "auto"
     log_format: str = "text"
@@ -152,6 +159,7 @@ class Settings:
             otlp_max_bytes=number("OTLP_MAX_BYTES", DEFAULT_OTLP_MAX_BYTES),
             otlp_queue_size=number("OTLP_QUEUE", DEFAULT_OTLP_QUEUE),
             otlp_backlog=number("OTLP_BACKLOG", DEFAULT_OTLP_BACKLOG),
+            bulk_queue_size=number("BULK_QUEUE", DEFAULT_BULK_QUEUE),
             compat_timeout=max(1, number("COMPAT_TIMEOUT", DEFAULT_COMPAT_TIMEOUT)),
             migrate=choice("MIGRATE", MIGRATE_CHOICES),
             log_format=choice("LOG_FORMAT", LOG_FORMATS),

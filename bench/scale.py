@@ -20,8 +20,9 @@ Sections:
 * ``flatness``: the rate with ``--base`` spans stored, then again with ``--stored``
   spans stored (the difference added by copying stored rows in SQL: filling a database
   through the API would take the run's whole time), per backend and path.
-* ``latency``: p95 of ``--batch``-span bulk requests from one client, then from
-  ``--clients`` clients at once (one server, ``--workers`` workers), per backend.
+* ``latency``: ``--batch``-span bulk requests from one client, then from ``--clients``
+  clients at once (one server, ``--workers`` workers), per backend: p95 of the requests
+  answered, the share refused 429 (back-pressure), and p95 per batch retries included.
 * ``reads``: span lists (by id, by start, filtered by validation and status, a page
   far in) at ``--span-sizes`` stored spans, and session lists (first page, by agent,
   after a keyset cursor, full-text search of a rare word, a prefix and a common word)
@@ -79,11 +80,13 @@ def database(backend: str) -> Iterator[Database | None]:
 class Servers:
     """``count`` server processes on one database, and an account token for them."""
 
-    def __init__(self, db: Database, count: int, workers: int) -> None:
+    def __init__(self, db: Database, count: int, workers: int, bulk_queue: int | None = None) -> None:
         from tests.storage import free_port, settings_env
 
         self.folder = tempfile.TemporaryDirectory()
         settings = Settings(data_dir=Path(self.folder.name), database_url=db.url)
+        if bulk_queue is not None:
+            settings = settings.with_(bulk_queue_size=bulk_queue)
         with Store.open(settings) as store:
             self.token, _ = store.accounts.create_token("scale")
         env = {**settings_env(settings), "AGENTFOLIO_OTLP_QUEUE": "64"}
@@ -149,13 +152,22 @@ def bulk_bodies(instance: str, spans: int, batch: int, prefix: str) -> list[byte
 
 def post_all(servers: Servers, path: str, bodies: list[bytes], per_body: list[int], senders: int) -> dict:
     """Post every body (round-robin over the servers, ``senders`` threads); spans/s and
-    each request's latency.  A 429/503 is retried after its ``Retry-After``, as exporters do."""
+    latencies.  A 429/503 is sent again after its ``Retry-After``, as exporters do (the
+    Prefactor SDKs wait 1, 2, 4 s instead, and give up after 3 retries).
+
+    ``p95_ms``: of the requests answered 200, from sending to the answer (what the server
+    took for a request it admitted); ``p95_end_to_end_ms``: per batch, from its first
+    attempt to its 200, waits and refused attempts included; ``refused_share``: the
+    attempts answered 429 or 503; ``over_4_attempts``: batches that needed more attempts
+    than the Python SDK makes by default."""
     media = "application/x-protobuf" if path == "otlp" else "application/json"
     route = "/v1/traces" if path == "otlp" else "/api/v1/bulk"
     cursor = iter(range(len(bodies)))
     lock = threading.Lock()
     latencies: list[float] = []
-    done = [0, 0]  # spans stored, requests pushed back
+    end_to_end: list[float] = []
+    attempts: list[int] = []
+    done = [0, 0, 0]  # spans stored, attempts answered 429, answered 503
 
     def send(number: int) -> None:
         clients = [httpx.Client(base_url=url, headers={**servers.headers, "Content-Type": media}, timeout=300)
@@ -167,18 +179,24 @@ def post_all(servers: Servers, path: str, bodies: list[bytes], per_body: list[in
                 if index is None:
                     return
                 client = clients[(index + number) % len(clients)]
+                first = time.perf_counter()
+                tries = 0
                 while True:
+                    tries += 1
                     began = time.perf_counter()
                     answer = client.post(route, content=bodies[index])
                     if answer.status_code in (429, 503):
                         with lock:
-                            done[1] += 1
+                            done[1 if answer.status_code == 429 else 2] += 1
                         time.sleep(float(answer.headers.get("retry-after", "1")))
                         continue
                     if answer.status_code != 200:
                         raise RuntimeError(f"{route} answered {answer.status_code}: {answer.text[:300]}")
+                    finished = time.perf_counter()
                     with lock:
-                        latencies.append(time.perf_counter() - began)
+                        latencies.append(finished - began)
+                        end_to_end.append(finished - first)
+                        attempts.append(tries)
                         done[0] += per_body[index]
                     break
         finally:
@@ -192,8 +210,13 @@ def post_all(servers: Servers, path: str, bodies: list[bytes], per_body: list[in
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - began
+    tried = sum(attempts)
     return {"spans_per_s": round(done[0] / elapsed), "p95_ms": round(p95(latencies) * 1000),
-            "pushed_back": done[1]}
+            "p95_end_to_end_ms": round(p95(end_to_end) * 1000),
+            "refused_429": done[1], "refused_503": done[2],
+            "refused_share": round((done[1] + done[2]) / max(1, tried), 3),
+            "most_attempts": max(attempts, default=0), "over_4_attempts": sum(1 for n in attempts if n > 4),
+            "pushed_back": done[1] + done[2]}
 
 
 def p95(values: list[float]) -> float:
@@ -292,13 +315,16 @@ def section_flatness(args: argparse.Namespace) -> None:
 
 
 def section_latency(args: argparse.Namespace) -> None:
-    """p95 of bulk requests: one client, then ``--clients`` at once."""
+    """Bulk requests from one client, then from ``--clients`` at once, on one server
+    (``--workers`` workers, ``--bulk-queue`` admitted at once per worker): the p95 of the
+    requests the server answered, the share it refused (429), and the p95 per batch from
+    its first attempt to its answer, retries included."""
     for backend in args.backends:
         with database(backend) as db:
             if db is None:
                 print({"section": "latency", "backend": backend, "skipped": "no PostgreSQL server"})
                 continue
-            servers = Servers(db, 1, args.workers)
+            servers = Servers(db, 1, args.workers, args.bulk_queue)
             try:
                 instance = bulk_instance(servers)
                 requests = max(args.requests, args.clients * 4)
@@ -310,11 +336,19 @@ def section_latency(args: argparse.Namespace) -> None:
                 crowd = post_all(servers, "bulk", many, sizes, args.clients)
             finally:
                 servers.stop()
+        clients = args.clients
         print({"section": "latency", "backend": backend, "workers": args.workers, "batch": args.batch,
-               "p95_ms_1_client": alone["p95_ms"], f"p95_ms_{args.clients}_clients": crowd["p95_ms"],
-               "p95_ratio": round(crowd["p95_ms"] / max(1, alone["p95_ms"]), 2),
-               "spans_per_s_1_client": alone["spans_per_s"],
-               f"spans_per_s_{args.clients}_clients": crowd["spans_per_s"], "load": load()}, flush=True)
+               "bulk_queue": args.bulk_queue or "default",
+               "answered_p95_ms_1_client": alone["p95_ms"], f"answered_p95_ms_{clients}_clients": crowd["p95_ms"],
+               "answered_p95_ratio": round(crowd["p95_ms"] / max(1, alone["p95_ms"]), 2),
+               f"refused_share_{clients}_clients": crowd["refused_share"],
+               f"end_to_end_p95_ms_{clients}_clients": crowd["p95_end_to_end_ms"],
+               "end_to_end_p95_ratio": round(crowd["p95_end_to_end_ms"] / max(1, alone["p95_end_to_end_ms"]), 2),
+               f"most_attempts_{clients}_clients": crowd["most_attempts"],
+               f"batches_over_4_attempts_{clients}_clients": crowd["over_4_attempts"],
+               "refused_1_client": alone["pushed_back"],
+               "spans_per_s_1_client": alone["spans_per_s"], f"spans_per_s_{clients}_clients": crowd["spans_per_s"],
+               "load": load()}, flush=True)
 
 
 # --------------------------------------------------------------------------- reads and appends
@@ -521,6 +555,8 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=10_000, help="spans sent in each flatness window")
     parser.add_argument("--clients", type=int, default=16, help="concurrent clients in the latency section")
     parser.add_argument("--requests", type=int, default=40, help="bulk requests per latency measurement")
+    parser.add_argument("--bulk-queue", type=int, default=None,
+                        help="AGENTFOLIO_BULK_QUEUE of the latency section's server (default: the server's own)")
     parser.add_argument("--span-sizes", default="10000,100000,1000000", help="spans stored at each reads step")
     parser.add_argument("--session-sizes", default="10000,100000", help="sessions stored at each reads step")
     parser.add_argument("--entries", type=int, default=100_000, help="entries of the long session in append")

@@ -31,7 +31,11 @@ counts its child processes: compatibility workers) and prints them with request 
 p50/p95 latency and the 5xx seen so far.  At the end it prints latency by kind and exits 1
 when any 5xx happened, when any answer was not the one expected (the soak is only as good as
 its checks), or when memory or open files grew beyond a tolerance between the middle and the
-last third of the run (the first third is warm-up: caches fill, pools open).
+last third of the run (the first third is warm-up: caches fill, pools open).  Memory is also
+given as the slope of a straight line through the last two thirds' samples (MiB per 10
+minutes): what keeps growing shows there, a warm-up that has reached its bounds does not.
+The server gives the C allocator's free pages back every minute (agentfolio/server/memory.py),
+so its resident size follows the memory in use rather than every arena's high-water mark.
 
 Usage: python bench/soak.py [--minutes 30] [--database-url URL] [--workers 4]
                             [--sample-seconds 5] [--rss-tolerance-mib 48] [--fd-tolerance 12]
@@ -362,6 +366,8 @@ class Worker:
                           "payload": {"model": "gpt-soak", "prompt": f"span {self.spans_made} " * 8}})
 
         def done(response: httpx.Response) -> bool:
+            if response.status_code == 429:  # back-pressure: other workers' bulk requests were in progress
+                return "retry-after" in response.headers
             return response.status_code == 200 and all(
                 output.get("status") == "success" for output in response.json()["outputs"].values())
 
@@ -567,8 +573,14 @@ def verdict(args: argparse.Namespace, tally: Tally, samples: list[tuple[float, i
         rss_middle = statistics.median(s[1] for s in middle) / 1024
         rss_last = statistics.median(s[1] for s in last) / 1024
         fd_middle, fd_last = max(s[2] for s in middle), max(s[2] for s in last)
-        print(f"RSS MiB: first {samples[0][1] / 1024:.1f}, middle third median {rss_middle:.1f}, last third "
-              f"median {rss_last:.1f} (growth {rss_last - rss_middle:+.1f}, tolerance {args.rss_tolerance_mib:g})")
+        rss_first = statistics.median(s[1] for s in samples[:third]) / 1024
+        print(f"RSS MiB: start {samples[0][1] / 1024:.1f}, first third median {rss_first:.1f}, middle third median "
+              f"{rss_middle:.1f}, last third median {rss_last:.1f}, end {samples[-1][1] / 1024:.1f} "
+              f"(middle to last {rss_last - rss_middle:+.1f}, tolerance {args.rss_tolerance_mib:g})")
+        settled = samples[third:]
+        if len(settled) >= 2:
+            slope = statistics.linear_regression([s[0] for s in settled], [s[1] / 1024 for s in settled]).slope
+            print(f"RSS slope over the last two thirds: {slope * 600:+.1f} MiB per 10 minutes")
         print(f"open FDs: first {samples[0][2]}, middle third max {fd_middle}, last third max {fd_last} "
               f"(growth {fd_last - fd_middle:+d}, tolerance {args.fd_tolerance})")
         if rss_last - rss_middle > args.rss_tolerance_mib:

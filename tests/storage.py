@@ -147,6 +147,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
     env["AGENTFOLIO_OTLP_MAX_BYTES"] = str(settings.otlp_max_bytes)
     env["AGENTFOLIO_OTLP_QUEUE"] = str(settings.otlp_queue_size)
     env["AGENTFOLIO_OTLP_BACKLOG"] = str(settings.otlp_backlog)
+    env["AGENTFOLIO_BULK_QUEUE"] = str(settings.bulk_queue_size)
     env["AGENTFOLIO_BLOB_SWEEP_INTERVAL"] = str(settings.blob_sweep_interval)
     env["AGENTFOLIO_COMPAT_TIMEOUT"] = str(settings.compat_timeout)
     env["AGENTFOLIO_MIGRATE"] = settings.migrate

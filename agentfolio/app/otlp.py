@@ -19,10 +19,10 @@ Memory stays flat under a sender faster than the store, two ways:
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 
+from agentfolio.app.admission import RETRY_AFTER_SECONDS, AdmissionGate
 from agentfolio.app.otlp_conversations import ConversationWorker
 from agentfolio.otel.decode import Encoding, decode_request, decompress
 from agentfolio.otel.mapping import MappedSpan, map_spans
@@ -33,8 +33,6 @@ from agentfolio.store.otel_spans import OtelSpans, WrittenSpans
 
 __all__ = ["RETRY_AFTER_SECONDS", "IngestResult", "OtlpIngest", "StoreUnavailable"]
 
-#: Seconds an exporter is asked to wait when the queue is full.
-RETRY_AFTER_SECONDS = 1
 #: Seconds the backlog's depth, read from the database, is taken as still true.
 BACKLOG_CHECK_SECONDS = 0.5
 
@@ -63,27 +61,22 @@ class OtlpIngest:
         self.backlog_check_seconds = BACKLOG_CHECK_SECONDS
         #: The conversation worker this process runs (woken when this process queues work).
         self.worker = worker if worker is not None else ConversationWorker(store)
-        self._admitted = 0
-        self._lock = threading.Lock()
+        #: Requests decoded or written at once (past it: 429).
+        self.gate = AdmissionGate(queue_size)
         self._backlog_seen = (0.0, False)
 
     # -- admission ------------------------------------------------------------------------
 
     def admit(self) -> bool:
         """Take a place in the queue; ``False`` when it is full (answer 429, retry later)."""
-        with self._lock:
-            if self._admitted >= self.queue_size:
-                return False
-            self._admitted += 1
-            return True
+        return self.gate.admit()
 
     def release(self) -> None:
-        with self._lock:
-            self._admitted -= 1
+        self.gate.release()
 
     @property
     def admitted(self) -> int:
-        return self._admitted
+        return self.gate.admitted
 
     def saturated(self) -> bool:
         """Whether the queued conversation work has reached the backlog limit (answer 503,

@@ -323,6 +323,9 @@ def _valid_name(name: object, path: str, problems: list[FieldProblem]) -> bool:
     if not isinstance(name, str) or not name.strip():
         problems.append(invalid(path, f"must be a non-empty string, found {json_type(name)}"))
         return False
+    if "\x00" in name:  # no span's schema_name can ever name it
+        problems.append(invalid(path, "must not contain NUL characters"))
+        return False
     if len(name) > MAX_NAME_CHARS:
         problems.append(invalid(path, f"is {len(name)} characters, over the {MAX_NAME_CHARS}-character limit"))
         return False

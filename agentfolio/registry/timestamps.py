@@ -40,7 +40,10 @@ def parse_timestamp(value: object, field: str = "timestamp", *, default: datetim
         raise RegistryError(invalid(field, f"must be an ISO 8601 date-time string, found {type(value).__name__}"))
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00, before year 1 in UTC
+        raise RegistryError(invalid(field, f"{value!r} is out of range: outside years 1-9999 in UTC")) from None
 
 
 def format_timestamp(value: datetime | None) -> str | None:

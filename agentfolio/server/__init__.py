@@ -1,7 +1,8 @@
 """The server ``agentfolio serve`` runs: the HTTP API under ``/api/v1`` and the viewer at
 ``/``, over one :class:`agentfolio.app.Agentfolio`, with what a process that serves owns:
 the background jobs (expiring idle sessions and old opened files, collecting unreferenced
-blobs; :mod:`agentfolio.app.jobs`), health and readiness (:mod:`.health`), metrics
+blobs; :mod:`agentfolio.app.jobs`), the allocator's arenas it shares (:mod:`.memory`),
+health and readiness (:mod:`.health`), metrics
 (:mod:`.metrics`) and its logs (:mod:`agentfolio._logs`).
 
 ``create_server(settings)`` builds it; ``uvicorn --factory agentfolio.server:app_from_env``
@@ -30,7 +31,7 @@ from agentfolio import _deadline, _logs
 from agentfolio.api.app import API_DESCRIPTION, API_VERSION, install_api
 from agentfolio.app import Agentfolio
 from agentfolio.app.jobs import Job, background_jobs, run_if_due
-from agentfolio.server import health
+from agentfolio.server import health, memory
 from agentfolio.server.metrics import BACKGROUND_JOB_RUNS, MetricsMiddleware
 from agentfolio.settings import Settings
 
@@ -44,6 +45,7 @@ def create_server(settings: Settings | None = None, *, folio: Agentfolio | None 
     """``folio``: serve this application (else one is opened from ``settings`` and closed
     on shutdown). ``viewer``: mount the web viewer at ``/``; with ``viewer_account`` it
     shows that account without asking for a token (the demo)."""
+    memory.limit_arenas()  # before the request threads start
     owned = folio is None
     if folio is None:
         folio = Agentfolio.open(settings or Settings.from_env())

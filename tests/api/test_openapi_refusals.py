@@ -53,9 +53,16 @@ def test_an_idempotency_key_given_as_null_is_refused(client: TestClient) -> None
     for path, body in (("/api/v1/agent", {"details": {"name": "a"}, "idempotency_key": None}),
                        ("/api/v1/agent", {"details": {"name": "a", "idempotency_key": None}}),
                        ("/api/v1/risk_profile", {"details": {"name": "p"}, "idempotency_key": None}),
-                       ("/api/v1/alerts/acknowledge", {"all": True, "idempotency_key": None})):
+                       ("/api/v1/alerts/acknowledge", {"all": True, "idempotency_key": None}),
+                       ("/api/v1/agent_spans", {"details": {"agent_instance_id": "0", "schema_name": "s",
+                                                            "idempotency_key": None}}),
+                       ("/api/v1/agent_instance/register", {"agent_id": "a", "idempotency_key": None})):
         message = refused(client.post(path, json=body), 422, "invalid_value")
         assert "idempotency_key" in message and "null" in message
+    for path, schema in (("/api/v1/agent_spans", _details(client, "/api/v1/agent_spans", "post")),
+                         ("/api/v1/agent_instance/register", operation(client, "/api/v1/agent_instance/register", "post")
+                          ["requestBody"]["content"]["application/json"]["schema"])):
+        assert schema["properties"]["idempotency_key"]["type"] == "string", path  # null is not documented
     assert client.post("/api/v1/agent", json={"details": {"name": "a"}}).status_code == 200
 
 
@@ -193,3 +200,41 @@ def test_what_the_server_ignores_or_reads_as_absent_is_documented_so(client: Tes
     assert client.post("/api/v1/alerts/acknowledge", json={"alert_ids": ["0" * 64]}).status_code == 404  # no such alert
     assert client.post("/api/v1/alerts/acknowledge", json={"alert_ids": None, "all": True}).status_code == 200
     refused(client.post("/api/v1/alerts/acknowledge", json={"alert_ids": None}), 422, "required_value")
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_register_refuses_what_names_no_agent_instead_of_making_one(client: TestClient) -> None:
+    """``agent_id`` names an agent by id or external identifier: a number, an object or
+    blank text is refused (it used to become the name of a new agent); so are a purpose
+    or an environment that is not text, instead of reading as the default."""
+    before = client.get("/api/v1/agent").json()["summaries"]
+    for fields in ({"agent_id": {}}, {"agent_id": 7}, {"agent_id": ["a"]}, {"agent_id": True}, {"agent_id": " "},
+                   {"agent_id": "a", "purpose": 0}, {"agent_id": "a", "purpose": ""}, {"agent_id": "a", "purpose": {}},
+                   {"agent_id": "a", "environment_id": {}}, {"agent_id": "a", "environment_id": 0},
+                   {"agent_id": "a", "environment_id": False}):
+        message = refused(client.post("/api/v1/agent_instance/register", json={"agent_version": {"name": "v"},
+                                                                               **fields}), 422, "invalid_value")
+        assert next(iter(fields.keys() - {"agent_id"}), "agent_id") in message, (fields, message)
+    assert client.get("/api/v1/agent").json()["summaries"] == before
+    made = client.post("/api/v1/agent_instance/register", json={"agent_id": "my-agent", "purpose": None,
+                                                                  "environment_id": "", "agent_version": {}})
+    assert made.status_code == 200, made.text
+    assert made.json()["details"]["purpose"] == "live"
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_span_and_schema_version_bodies_name_their_instance_and_agent_as_text(client: TestClient) -> None:
+    instance = client.post("/api/v1/agent_instance/register", json={"agent_id": "spans", "agent_version": {}})
+    agent_id = instance.json()["details"]["agent_id"]
+    for value in (7, {}, None):
+        message = refused(client.post("/api/v1/agent_spans", json={"details": {
+            "agent_instance_id": value, "schema_name": "s", "status": "active"}}), 422,
+            "required_value" if value is None else "invalid_value")
+        assert "agent_instance_id" in message
+    refused(client.post("/api/v1/agent_schema_version", json={"details": {"agent_id": {}}}), 422, "invalid_value")
+    # A moment out of range in UTC is a refusal, not a server error.
+    message = refused(client.post("/api/v1/agent_spans", json={"details": {
+        "agent_instance_id": instance.json()["details"]["id"], "schema_name": "s", "status": "active",
+        "started_at": "0001-01-01T00:00:00+01:00"}}), 422, "invalid_value")
+    assert "started_at" in message and "out of range" in message
+    assert client.post("/api/v1/agent_schema_version", json={"details": {"agent_id": agent_id}}).status_code == 200

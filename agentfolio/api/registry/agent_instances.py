@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
 from agentfolio.api.registry import parse
+from agentfolio.api.registry.bodies import InstanceRegisterBody, details_schema
 from agentfolio.api.registry.common import (
     MANY,
     ONE,
@@ -34,7 +35,7 @@ router = APIRouter(prefix="/api/v1/agent_instance", tags=["agent instances"])
 @router.post("/register", summary="Register an agent instance (flat body)", responses=ONE,
              openapi_extra=body_doc("{agent_id?, environment_id?, agent_version, agent_schema_version?, "
                                     "update_current_version?, id?, external_identifier?, purpose?, session_id?, "
-                                    "idempotency_key?}",
+                                    "idempotency_key?}", wrapped=False, details=details_schema(InstanceRegisterBody),
                                     # With an account token: the agent by id, or by name (found or made).
                                     any_of=[{"required": ["agent_id"], "properties": {"agent_id": TEXT}},
                                             {"required": ["agent_version"], "properties": {"agent_version": {

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
 from agentfolio.api.registry import parse
+from agentfolio.api.registry.bodies import SpanCreateDetails, details_schema
 from agentfolio.api.registry.common import (
     MANY,
     ONE,
@@ -30,7 +31,7 @@ router = APIRouter(prefix="/api/v1/agent_spans", tags=["agent spans"])
 @router.post("", summary="Create a span (stored and flagged if its payload breaks its schema)", responses=ONE,
              openapi_extra=body_doc("{details: {agent_instance_id, schema_name, status, payload, parent_span_id?, "
                                     "result_payload?, started_at?, finished_at?, id?, idempotency_key?}, "
-                                    "idempotency_key?}", properties=WRAPPED, needs=("schema_name",)))
+                                    "idempotency_key?}", properties=WRAPPED, details=details_schema(SpanCreateDetails)))
 async def create_span(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = unwrap(await read_object(request))
     return await answer(request, principal, parse.span_create, fields, key)

@@ -8,7 +8,12 @@ from starlette.concurrency import run_in_threadpool
 
 from agentfolio.api.errors import success
 from agentfolio.api.registry import parse
-from agentfolio.api.registry.bodies import AgentCreateDetails, AgentUpdateDetails, details_schema
+from agentfolio.api.registry.bodies import (
+    AgentCreateDetails,
+    AgentUpdateDetails,
+    SchemaVersionCreateDetails,
+    details_schema,
+)
 from agentfolio.api.registry.common import (
     IDEMPOTENCY_KEY,
     MANY,
@@ -56,7 +61,7 @@ async def account(request: Request, principal: Principal = Depends(current_princ
 
 @router.post("/agent", summary="Create an agent", responses=ONE,
              openapi_extra=body_doc("{details: {name, description?, external_identifier?, id?, ...}, "
-                                    "idempotency_key?}", properties=WRAPPED, needs=("name",),
+                                    "idempotency_key?}", properties=WRAPPED,
                                     details=details_schema(AgentCreateDetails)))
 async def create_agent(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = unwrap(await read_object(request))
@@ -130,7 +135,7 @@ async def delete_agent(request: Request, agent_id: str = id_not("show"),
 @router.post("/agent_schema_version", summary="Create an agent schema version", responses=ONE,
              openapi_extra=body_doc("{details: {agent_id, external_identifier?, span_type_schemas?, span_schemas?, "
                                     "span_result_schemas?, quality_schemas?}, idempotency_key?}", properties=WRAPPED,
-                                    needs=("agent_id",)))
+                                    details=details_schema(SchemaVersionCreateDetails)))
 async def create_schema_version(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = unwrap(await read_object(request))
     return await answer(request, principal, parse.schema_version_create, fields, key)

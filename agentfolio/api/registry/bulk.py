@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
+from agentfolio.api.admission import TOO_MANY_REQUESTS, admitted, bulk_gate
 from agentfolio.api.errors import error_responses, json_response, refusal_body
 from agentfolio.api.registry.common import (
     ERROR_STATUSES,
@@ -40,7 +41,8 @@ BULK_ITEM = {"type": "object", "required": ["_type", "idempotency_key"],
 
 
 @router.post("/bulk", summary="Run many actions in one request", responses={200: BULK_OK,
-                                                                            **error_responses(*ERROR_STATUSES)},
+                                                                            **error_responses(*ERROR_STATUSES),
+                                                                            **TOO_MANY_REQUESTS},
              openapi_extra=body_doc("{items: [{_type, idempotency_key, ...fields or details}]}; each item's "
                                     "idempotency_key is its own (the outputs are keyed by it): two items "
                                     "sharing one answer 409 idempotency_key_already_used, as a key reused "
@@ -49,8 +51,9 @@ BULK_ITEM = {"type": "object", "required": ["_type", "idempotency_key"],
                                     properties={"items": {"type": "array", "minItems": 1, "maxItems": MAX_BULK_ITEMS,
                                                           "items": BULK_ITEM}}))
 async def bulk(request: Request, principal: Principal = Depends(current_principal)) -> Response:
-    items = bulk_items(await read_object(request))
-    answers = await run_in_threadpool(registry(request).bulk, principal, items)
+    with admitted(bulk_gate(request)):  # before the body is read: a refused request costs nothing
+        items = bulk_items(await read_object(request))
+        answers = await run_in_threadpool(registry(request).bulk, principal, items)
     outputs = {item.key: refusal_body(item.answer) if isinstance(item.answer, RegistryRefusal)
                else output_body(item.answer) for item in answers}
     return json_response({"status": "success", "outputs": outputs})

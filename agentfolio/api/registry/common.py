@@ -26,6 +26,7 @@ from agentfolio.api.body import parse_body
 from agentfolio.api.errors import ApiError, error_responses, json_response
 from agentfolio.app.registry import Command, Output, Page, Principal, RegistryService, SpanWritten
 from agentfolio.app.registry.errors import field_error
+from agentfolio.app.registry.fields import NAME_CHARS
 from agentfolio.registry.listing import MAX_OFFSET, MAX_PAGE_SIZE
 
 #: Error statuses a registry route may answer (documented for every route).
@@ -185,7 +186,7 @@ MANY = {200: LIST, **error_responses(*ERROR_STATUSES)}
 #: are what Python's ``str.strip`` removes, which include the separators U+001C-U+001F and
 #: U+0085 that a JSON Schema (ECMA) ``\s`` does not.
 NON_BLANK = "^[^\\x00]*[^\\x00\\s\\x1c-\\x1f\\x85][^\\x00]*$"
-TEXT = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": NON_BLANK}
+TEXT = {"type": "string", "minLength": 1, "maxLength": NAME_CHARS, "pattern": NON_BLANK}
 
 
 def body_doc(description: str, *, required: bool = True, properties: dict[str, Any] | None = None,
@@ -193,24 +194,28 @@ def body_doc(description: str, *, required: bool = True, properties: dict[str, A
              any_of: list[dict[str, Any]] | None = None, details: dict[str, Any] | None = None,
              reads_key: bool = True) -> dict[str, Any]:
     """A JSON object body; an ``idempotency_key`` is documented wherever one is read.
-    ``needs``: the text fields the server requires, in ``details`` or beside the key
-    (only beside it when not ``wrapped``, see :func:`unwrap` and :func:`flat`); ``any_of``:
-    the alternatives of which the server needs one; ``details``: the schema of the fields
-    (:mod:`agentfolio.api.registry.bodies`), wrapped or flat; ``reads_key``: false where the
-    body's own ``idempotency_key`` is not read (bulk: each item has its own)."""
+    ``details``: the schema of the operation's fields (:mod:`agentfolio.api.registry.bodies`),
+    in ``details`` or beside the key when ``wrapped`` (see :func:`unwrap`), beside it only
+    when not (:func:`flat`); ``needs``: for a body without such a schema, the text fields
+    the server requires; ``any_of``: the alternatives of which the server needs one;
+    ``reads_key``: false where the body's own ``idempotency_key`` is not read (bulk: each
+    item has its own)."""
     keyed = {"idempotency_key": IDEMPOTENCY_KEY} if reads_key else {}
     schema: dict[str, Any] = {"type": "object", "description": description, "additionalProperties": True,
                               "properties": {**keyed, **(properties or {})}}
     if any_of:
         schema["anyOf"] = any_of
-    if needs and not wrapped:
-        schema["required"] = list(needs)
-        schema["properties"].update(dict.fromkeys(needs, TEXT))
-    elif needs:
-        fields = details or {"type": "object", "required": list(needs), "properties": dict.fromkeys(needs, TEXT)}
+    fields = details
+    if fields is None and needs:
+        fields = {"type": "object", "required": list(needs), "properties": dict.fromkeys(needs, TEXT)}
+    if fields is not None and not wrapped:
+        schema["properties"].update(fields["properties"])
+        schema.update({key: fields[key] for key in ("required", "allOf") if key in fields})
+        if "anyOf" in fields:  # both must hold
+            schema["allOf"] = [*schema.get("allOf", []), {"anyOf": fields["anyOf"]}]
+    elif fields is not None:
         schema["anyOf"] = [{"required": ["details"], "properties": {"details": fields}},
-                           {"required": list(needs), "properties": fields["properties"],
-                            "not": {"required": ["details"]}}]
+                           {**fields, "not": {"required": ["details"]}}]
     return {"requestBody": {"required": required, "content": {"application/json": {"schema": schema}}}}
 
 

@@ -53,7 +53,7 @@ async def list_profiles(request: Request, principal: Principal = Depends(current
 @router.post("/risk_profile", summary="Create a risk profile", responses=ONE,
              openapi_extra=body_doc("{details: {name, description?, template?: default|empty, categories?, "
                                     "actions?, thresholds?, id?}, idempotency_key?}", properties=WRAPPED,
-                                    needs=("name",), details=details_schema(RiskProfileCreateDetails)))
+                                    details=details_schema(RiskProfileCreateDetails)))
 async def create_profile(request: Request, principal: Principal = Depends(current_principal)) -> Response:
     fields, key = unwrap(await read_object(request))
     return await answer(request, principal, parse.risk_profile_create, fields, key)

@@ -46,7 +46,7 @@ from agentfolio.app.registry import (
     SpanList,
 )
 from agentfolio.app.registry.errors import from_domain
-from agentfolio.app.registry.fields import MAX_BULK_KEY_CHARS, flag, schema_version_draft, timestamp
+from agentfolio.app.registry.fields import MAX_BULK_KEY_CHARS, flag, given_text, schema_version_draft, timestamp
 from agentfolio.app.registry.inputs import (
     AGENT_SORT_FIELDS,
     ALERT_SORT_FIELDS,
@@ -104,17 +104,22 @@ def agent_list(f: Fields) -> AgentList:
 
 def schema_version_create(f: Fields) -> SchemaVersionCreate:
     draft = schema_version_draft({key: value for key, value in f.items() if key != "agent_id"})
-    return SchemaVersionCreate(agent_id=_ref(f.get("agent_id")) or None, draft=draft)
+    return SchemaVersionCreate(agent_id=given_text(f.get("agent_id"), "agent_id"), draft=draft)
+
+
+def _unless_empty(value: object) -> Any:
+    """An empty string read as absent (the default); anything else as given, to be checked."""
+    return None if value == "" else value
 
 
 def instance_register(f: Fields) -> InstanceRegister:
     raw_schema = f.get("agent_schema_version")
     return InstanceRegister(
-        agent_id=_ref(f.get("agent_id")), environment_id=_ref(f.get("environment_id")) or None,
+        agent_id=f.get("agent_id"), environment_id=_unless_empty(f.get("environment_id")),
         agent_version=f.get("agent_version"),
         agent_schema_version=None if raw_schema is None else schema_version_draft(raw_schema, "agent_schema_version"),
         update_current_version=flag(f.get("update_current_version", True), "update_current_version"),
-        purpose=f.get("purpose") or "live", external_identifier=f.get("external_identifier"),
+        purpose="live" if f.get("purpose") is None else f["purpose"], external_identifier=f.get("external_identifier"),
         session_id=f.get("session_id"), id=f.get("id"))
 
 
@@ -151,7 +156,7 @@ def instance_list(f: Fields) -> InstanceList:
 
 def span_create(f: Fields) -> SpanCreate:
     return SpanCreate(
-        agent_instance_id=_ref(f.get("agent_instance_id")), schema_name=f.get("schema_name"),  # type: ignore[arg-type]
+        agent_instance_id=f.get("agent_instance_id"), schema_name=f.get("schema_name"),  # type: ignore[arg-type]
         status=f.get("status", "active"), payload=f.get("payload"), result_payload=f.get("result_payload"),
         parent_span_id=f.get("parent_span_id"),
         sensitive_encoding=flag(f.get("sensitive_encoding"), "sensitive_encoding"), session_id=f.get("session_id"),

@@ -8,14 +8,33 @@ from typing import Any
 from agentfolio.app.registry.errors import field_error, from_domain
 from agentfolio.registry import ids
 from agentfolio.registry.errors import RegistryError
-from agentfolio.registry.schema_versions import SchemaVersionDraft, normalise_schema_version
+from agentfolio.registry.schema_versions import (
+    MAX_NAME_CHARS,
+    MAX_TEXT_CHARS,
+    SchemaVersionDraft,
+    normalise_schema_version,
+)
 from agentfolio.registry.timestamps import parse_timestamp
 
 MAX_KEY_CHARS = 64
 MAX_BULK_KEY_CHARS = 128
+# The lengths of the registry's text fields, in characters: the checks here use them, and
+# the API's document of each body says them (agentfolio.api.registry.bodies).
+#: names, titles, external identifiers
+NAME_CHARS = MAX_NAME_CHARS
+#: descriptions and templates
+TEXT_CHARS = MAX_TEXT_CHARS
+#: ids of things kept elsewhere (owners, teams, profiles) and alert ids
+REFERENCE_CHARS = 64
+#: a session id, and a span's parent as given
+SESSION_CHARS = 200
+#: why an instance was terminated
+REASON_CHARS = 2_000
+#: the purposes of an instance
+PURPOSES = ("live", "smoke_test", "eval")
 
 
-def text(value: object, name: str, *, required: bool = False, limit: int = 255) -> str | None:
+def text(value: object, name: str, *, required: bool = False, limit: int = NAME_CHARS) -> str | None:
     """A string of at most ``limit`` characters without NUL (PostgreSQL cannot store one)."""
     if value is None:
         if required:
@@ -30,6 +49,11 @@ def text(value: object, name: str, *, required: bool = False, limit: int = 255) 
     if len(value) > limit:
         raise field_error(name, f"is {len(value):,} characters, over the {limit:,}-character limit")
     return value
+
+
+def given_text(value: object, name: str, *, limit: int = NAME_CHARS) -> str | None:
+    """Text that may be left out (``None``) but, when given, says something."""
+    return None if value is None else text(value, name, required=True, limit=limit)
 
 
 def json_object(value: object, name: str) -> dict[str, Any] | None:

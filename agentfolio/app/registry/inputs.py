@@ -18,7 +18,17 @@ import orjson
 
 from agentfolio import _json
 from agentfolio.app.registry.errors import field_error
-from agentfolio.app.registry.fields import chosen_id, json_object, text
+from agentfolio.app.registry.fields import (
+    PURPOSES,
+    REASON_CHARS,
+    REFERENCE_CHARS,
+    SESSION_CHARS,
+    TEXT_CHARS,
+    chosen_id,
+    given_text,
+    json_object,
+    text,
+)
 from agentfolio.registry.listing import PageRequest, Sorting
 from agentfolio.registry.schema_versions import SchemaVersionDraft
 
@@ -64,7 +74,6 @@ __all__ = [
     "fingerprint",
 ]
 
-PURPOSES = ("live", "smoke_test", "eval")
 #: The fields each list can be sorted by.
 AGENT_SORT_FIELDS = ("id", "name", "status", "inserted_at", "updated_at")
 INSTANCE_SORT_FIELDS = ("id", "status", "inserted_at", "updated_at", "started_at", "finished_at")
@@ -130,10 +139,10 @@ class AgentCreate:
 
     def __post_init__(self) -> None:
         text(self.name, "name", required=True)
-        text(self.description, "description", limit=10_000)
+        text(self.description, "description", limit=TEXT_CHARS)
         text(self.external_identifier, "external_identifier")
         for name in ("owner_person_id", "risk_profile_id", "team_id"):
-            text(getattr(self, name), name, limit=64)
+            text(getattr(self, name), name, limit=REFERENCE_CHARS)
         chosen_id(self.id)
 
 
@@ -154,11 +163,11 @@ class AgentUpdate:
         if not isinstance(self.name, Unset):
             text(self.name, "name", required=True)
         if not isinstance(self.description, Unset):
-            text(self.description, "description", limit=10_000)
+            text(self.description, "description", limit=TEXT_CHARS)
         for name in ("owner_person_id", "risk_profile_id", "team_id"):
             value = getattr(self, name)
             if not isinstance(value, Unset):
-                text(value, name, limit=64)
+                text(value, name, limit=REFERENCE_CHARS)
 
     def changes(self) -> dict[str, Any]:
         return {name: getattr(self, name)
@@ -254,17 +263,22 @@ class InstanceRegister:
     id: str | None = None
 
     def __post_init__(self) -> None:
+        # The agent is named by id or by external identifier: text that says something
+        # (a number or an object is no name, and must not become one).
+        given_text(self.agent_id, "agent_id")
+        text(self.environment_id, "environment_id")
         if self.agent_version is not None and not isinstance(self.agent_version, dict):
             raise field_error("agent_version", "must be an object")
         if self.purpose not in PURPOSES:
-            raise field_error("purpose", f"{self.purpose!r} is not one of live, smoke_test, eval")
+            shown = repr(self.purpose) if isinstance(self.purpose, str) else type(self.purpose).__name__
+            raise field_error("purpose", f"{shown} is not one of {', '.join(PURPOSES)}")
         text(self.external_identifier, "external_identifier")
-        text(self.session_id, "session_id", limit=200)
+        text(self.session_id, "session_id", limit=SESSION_CHARS)
         chosen_id(self.id)
         version = self.agent_version or {}
         for name in ("name", "external_identifier"):
             text(version.get(name), f"agent_version.{name}")
-        text(version.get("description"), "agent_version.description", limit=10_000)
+        text(version.get("description"), "agent_version.description", limit=TEXT_CHARS)
 
     def version_content(self) -> dict[str, Any]:
         """The declared agent version (what identifies it)."""
@@ -310,7 +324,7 @@ class InstanceTerminate:
     reason: str | None = None
 
     def __post_init__(self) -> None:
-        text(self.reason, "reason", limit=2_000)
+        text(self.reason, "reason", limit=REASON_CHARS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -358,17 +372,18 @@ class SpanCreate:
     id: str | None = None
 
     def __post_init__(self) -> None:
+        text(self.agent_instance_id, "agent_instance_id", required=True)
         text(self.schema_name, "schema_name", required=True)
         if self.payload is not None and not isinstance(self.payload, dict):
             raise field_error("payload", "must be a JSON object")
         json_object(self.result_payload, "result_payload")
         chosen_id(self.id)
-        text(self.session_id, "session_id", limit=200)
+        text(self.session_id, "session_id", limit=SESSION_CHARS)
         if self.parent_span_id is not None:
             parent = self.parent_span_id
             if not isinstance(parent, str):
                 parent = _json.dumps(parent).decode()
-            _set(self, "parent_span_id", parent.replace("\x00", "\ufffd")[:200])
+            _set(self, "parent_span_id", parent.replace("\x00", "\ufffd")[:SESSION_CHARS])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -453,8 +468,8 @@ class RiskProfileCreate:
     id: str | None = None
 
     def __post_init__(self) -> None:
-        text(self.name, "details.name", required=True, limit=255)
-        text(self.description, "details.description", limit=10_000)
+        text(self.name, "details.name", required=True)
+        text(self.description, "details.description", limit=TEXT_CHARS)
         if self.template not in PROFILE_TEMPLATES:
             raise field_error("details.template", f"{self.template!r} is not one of {', '.join(PROFILE_TEMPLATES)}")
         for name in ("categories", "actions", "thresholds"):
@@ -508,7 +523,7 @@ class AlertAcknowledge:
         if len(self.alert_ids) > 1000:
             raise field_error("alert_ids", f"has {len(self.alert_ids):,} ids, over the 1,000 limit")
         for index, alert_id in enumerate(self.alert_ids):
-            text(alert_id, f"alert_ids[{index}]", required=True, limit=64)
+            text(alert_id, f"alert_ids[{index}]", required=True, limit=REFERENCE_CHARS)
 
     def filters(self) -> dict[str, str]:
         return {name: value for name in ("kind", "agent_id") if isinstance(value := getattr(self, name), str)}
