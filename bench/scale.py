@@ -36,6 +36,7 @@ Usage: python bench/scale.py [--only ingest,flatness,latency] [--spans N] [--sto
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import statistics
@@ -264,6 +265,12 @@ def section_ingest(args: argparse.Namespace) -> None:
                   flush=True)
 
 
+def _trace_stats_recompute() -> str:
+    """The statement migration 0013 computes every trace's stats from its spans with."""
+    migration = importlib.import_module("agentfolio.store.migrations.versions.0013_trace_stats_by_writers")
+    return str(migration._RECOMPUTE)
+
+
 def grow(db: Database, target: int) -> int:
     """Copy stored span rows (and their idempotency records) under new ids until about
     ``target`` spans are stored; how many are."""
@@ -275,6 +282,9 @@ def grow(db: Database, target: int) -> int:
             with engine.begin() as connection:
                 stored = connection.exec_driver_sql("SELECT count(*) FROM registry_spans").scalar_one()
                 if stored >= target:
+                    # Rows copied in SQL pass by the writers that keep the trace stats.
+                    connection.exec_driver_sql("DELETE FROM registry_trace_stats")
+                    connection.exec_driver_sql(_trace_stats_recompute())
                     return int(stored)
                 columns = [c.name for c in sa.Table("registry_spans", sa.MetaData(), autoload_with=connection).c]
                 copied = ", ".join(fresh_id if c == "id" else c for c in columns)

@@ -12,7 +12,9 @@ For each backend, one run measures:
   /api/v1/agent_spans`` (the same bodies), as an SDK without bulk does.
 
 Figures are spans/s over the timed requests (after a warm-up request), and the count
-of stored spans is checked afterwards.  Target (issue 7): at least 5,000 validated
+of stored spans is checked afterwards; beside them, the server process's CPU time per
+bulk span (Linux: from ``/proc``), which moves much less than the rates when others
+share the machine.  Target (issue 7): at least 5,000 validated
 spans/s on SQLite through bulk.
 
 PostgreSQL comes from ``AGENTFOLIO_TEST_POSTGRES_URL`` or ``scripts/ensure-postgres.sh``;
@@ -98,6 +100,15 @@ def span_body(instance_id: str, index: int, parent: str | None) -> dict:
     return details
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User and system CPU time of process ``pid`` (None where ``/proc`` is missing)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Server:
     def __init__(self, settings: Settings) -> None:
         env = {key: value for key, value in os.environ.items() if not key.startswith("AGENTFOLIO_")}
@@ -145,11 +156,13 @@ def run_backend(name: str, settings: Settings, spans: int, batch: int, single: i
             warm = api.post("/api/v1/bulk", json=bulk_request(-batch, batch))
             assert warm.status_code == 200, warm.text
             requests = [bulk_request(start, min(batch, spans - start)) for start in range(0, spans, batch)]
+            cpu_before = cpu_seconds(server.process.pid)
             started = time.perf_counter()
             for body in requests:
                 answer = api.post("/api/v1/bulk", content=orjson.dumps(body), headers=JSON)
                 assert answer.status_code == 200 and len(orjson.loads(answer.content)["outputs"]) == len(body["items"])
             bulk_seconds = time.perf_counter() - started
+            cpu_after = cpu_seconds(server.process.pid)
 
             bodies = [{"details": {**span_body(instance, 10_000_000 + i, root), "idempotency_key": f"one-{i:09d}"}}
                       for i in range(single)]
@@ -167,7 +180,9 @@ def run_backend(name: str, settings: Settings, spans: int, batch: int, single: i
     finally:
         server.stop()
     return {"bulk": spans / bulk_seconds, "single": single / single_seconds,
-            "flagged": listed["pagination"]["item_count"], "stored": total}
+            "flagged": listed["pagination"]["item_count"], "stored": total,
+            "server_cpu_us": float("nan") if cpu_before is None or cpu_after is None
+            else (cpu_after - cpu_before) * 1e6 / spans}
 
 
 def main() -> None:
@@ -195,11 +210,13 @@ def main() -> None:
             rows.append(("PostgreSQL", Settings(data_dir=Path(folder) / "pg",
                                                 database_url=f"{url}{separator}options=-csearch_path%3D{schema}")))
         try:
-            print(f"{'backend':<11} {'bulk spans/s':>13} {'single spans/s':>15} {'speed-up':>9} {'flagged':>8}")
+            print(f"{'backend':<11} {'bulk spans/s':>13} {'single spans/s':>15} {'speed-up':>9} {'flagged':>8} "
+                  f"{'server CPU µs/bulk span':>24}")
             for name, settings in rows:
                 result = run_backend(name, settings, args.spans, args.batch, args.single)
                 print(f"{name:<11} {result['bulk']:>13,.0f} {result['single']:>15,.0f} "
-                      f"{result['bulk'] / result['single']:>8.1f}x {int(result['flagged']):>8,}", flush=True)
+                      f"{result['bulk'] / result['single']:>8.1f}x {int(result['flagged']):>8,} "
+                      f"{result['server_cpu_us']:>24,.0f}", flush=True)
             if not url:
                 print(f"PostgreSQL  skipped: {why}")
         finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -254,3 +255,36 @@ def test_the_migration_computes_the_stats_again_both_ways(store: Store) -> None:
         assert "ix_registry_spans_instance_id_id" not in names and "ix_registry_spans_tree" in names
         _copy_a_span(upgraded, some_span.id, ids.new_id(world.partition))
         assert counted_stats(upgraded, pk)[some_span.instance_id][0] == before + 1  # no trigger counts it
+
+
+def test_concurrent_batches_to_one_trace_keep_exact_counts(store: Store) -> None:
+    """Batches adding spans to one trace and finishing the same spans at once, from
+    several threads (each its own transaction, as several servers would)."""
+    world = World(store)
+    world.bulk(1, [1] * 12, finish_some=False)  # twelve active spans in one trace
+    spans = list(world.open_spans)
+    pk = world.principal.account.pk
+    barrier = threading.Barrier(4)
+    failures: list[BaseException] = []
+
+    def sender(number: int) -> None:
+        try:
+            barrier.wait()
+            for round_ in range(3):
+                first = 1 + (number * 3 + round_) * 4
+                world.writer.write(world.principal.account, map_spans(
+                    [otel(9, index, 0, agent="planner", failed=index % 2 == 0) for index in range(first, first + 4)]))
+                world.service.bulk(world.principal, [app.BulkItem(f"{span_id}-{number}-{round_}", app.SpanFinish(
+                    agent_span_id=span_id, status="failed" if number % 2 else "complete")) for span_id in spans])
+        except BaseException as error:  # reported below, with the thread's own traceback
+            failures.append(error)
+
+    threads = [threading.Thread(target=sender, args=(number,)) for number in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures
+    counted = counts_of(store, pk)
+    assert sum(spans for spans, _, _ in counted.values()) == 12 + 4 * 3 * 4
+    assert counted_stats(store, pk) == counted
