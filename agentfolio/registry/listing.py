@@ -87,9 +87,13 @@ def parse_page_request(query: Mapping[str, Any], sortable: Sequence[str], *,
     field = query.get("sorting[field]")
     direction = query.get("sorting[direction]")
     compact = query.get("sorting")
-    if field is None and isinstance(compact, str) and compact.strip():
-        compact = compact.strip()
-        field, direction = (compact[1:], "desc") if compact.startswith("-") else (compact.lstrip("+"), "asc")
+    if compact is not None and compact != "":  # checked even beside sorting[field], which wins
+        name = compact[1:] if isinstance(compact, str) and compact[:1] in ("+", "-") else compact
+        if name not in sortable:
+            raise RegistryError(invalid("sorting", f"cannot sort by {compact!r}: expected a field, descending "
+                                                   f"with a leading '-': {', '.join(sortable)}"))
+        if field is None:
+            field, direction = name, "desc" if compact.startswith("-") else "asc"
     field = field or default_sort.field
     direction = (direction or default_sort.direction)
     if field not in sortable:

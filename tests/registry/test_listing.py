@@ -33,6 +33,10 @@ def test_sdk_compact_sorting_string():
     ({"pagination[offset]": " "}, "pagination[offset]"),
     ({"sorting[field]": "password"}, "sorting[field]"),
     ({"sorting[direction]": "up"}, "sorting[direction]"),
+    ({"sorting": "password"}, "sorting"),
+    ({"sorting": " name"}, "sorting"),  # as the document's pattern says: no spaces
+    ({"sorting[field]": "name", "sorting": "name\x00"}, "sorting"),  # refused even where sorting[field] wins
+    ({"sorting": 7}, "sorting"),  # a bulk item's fields are JSON
 ])
 def test_bad_parameters_are_invalid_value_naming_the_parameter(query, field):
     with pytest.raises(RegistryError) as caught:
