@@ -18,7 +18,6 @@ cannot run even if it slipped past escaping.
 from __future__ import annotations
 
 import contextlib
-import gc
 import re
 import threading
 from collections import OrderedDict
@@ -282,7 +281,10 @@ class WebViewer:
             with self._building(key):
                 cached = self.sessions.get(key)
                 if cached is None:
-                    with _long_lived():
+                    # Collector paused while the records are built (they make no cycles), not
+                    # frozen after: gc.freeze() is process-wide, and every cycle that other
+                    # requests held at that moment would never be collected once dropped.
+                    with gc_paused():
                         info, data = self.folio.sessions.read_bytes(who.account, session_id)
                         result = durable_state.read_bytes(data, strict=False, source=session_id)
                         view = html.session_view(result.session)
@@ -311,7 +313,7 @@ class WebViewer:
         assert result is not None, "an opened file of kind 'session' always carries its ReadResult"
         view = opened.cache.get("view")
         if view is None:
-            with _long_lived():
+            with gc_paused():
                 view = opened.cache.setdefault("view", html.session_view(result.session))
         subtitle = f"opened file · {opened.detected}" + (f" {result.version}" if result.version else "")
         return Source(opened.name, subtitle, view, opened.problems, f"{self.prefix}/open/{opened.token}")
@@ -336,21 +338,6 @@ class WebViewer:
             return self.stored_source(who, ref)
         except AgentfolioError:
             return None
-
-
-@contextlib.contextmanager
-def _long_lived() -> Iterator[None]:
-    """Build a session's records with the cycle collector paused, then keep it off them.
-
-    A 10,000-message history is about a million small objects with no reference cycles.
-    Pausing the collector while they are made only defers its cost: the first
-    collection after would still walk them all (~0.2 s).  ``gc.freeze()`` moves them out
-    of its reach instead; they are still freed by reference counting when the cache
-    drops them.
-    """
-    with gc_paused():
-        yield
-        gc.freeze()
 
 
 def _problems_of(error: Exception) -> list[Problem]:

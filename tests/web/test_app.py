@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import re
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,27 @@ def test_a_window_shows_the_same_entries_as_the_whole_session(stored: Any) -> No
     client.get("/sessions/long/summary")
     whole = client.get("/sessions/long/entries", params={"start": 120, "page": 30}).text
     assert cut == whole
+
+
+class _Cycle:
+    me: Any
+
+
+def test_reading_a_session_whole_leaves_other_objects_to_the_cycle_collector(stored: Any) -> None:
+    """What other requests hold while a session is read (here a reference cycle) is still
+    collected once they drop it: nothing process-wide keeps the collector off it."""
+    folio, account = stored
+    client = TestClient(create_web_app(folio=folio, account=account))
+    in_flight = _Cycle()
+    in_flight.me = in_flight
+    dropped = weakref.ref(in_flight)
+    try:
+        assert client.get("/sessions/long/summary").status_code == 200  # reads the session whole
+        del in_flight
+        gc.collect()
+        assert dropped() is None
+    finally:
+        gc.unfreeze()  # whatever a failing version froze goes back to the collector
 
 
 def test_every_span_of_a_trace_has_a_detail_pane_and_llm_spans_show_their_messages(stored: Any) -> None:
