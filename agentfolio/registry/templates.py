@@ -44,11 +44,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
 
 from liquid.exceptions import LiquidError, ResourceLimitError
 
+from agentfolio._cache import Lru
 from agentfolio.registry.liquid_sandbox import (
     RENDER_TIME_BUDGET_SECONDS,
     BudgetedTemplate,
@@ -58,6 +58,10 @@ from agentfolio.registry.liquid_sandbox import (
 )
 
 MAX_TEMPLATE_CHARS = 10_000
+#: Template characters each of the parse and check caches holds at most.  A parsed
+#: template takes ~50 bytes per character of source (~0.5 MiB for one of 10,000), so a
+#: count bound alone would let 4,096 distinct ones hold ~2 GiB; this keeps it near 50 MiB.
+MAX_CACHED_TEMPLATE_CHARS = 1_000_000
 #: The trial render of a template that reads no data, when a schema version is created:
 #: longer than a read's budget so that a busy machine does not make a good template fail
 #: (steps and work, which do not depend on the machine, bound it well below this).
@@ -94,14 +98,27 @@ class Rendered:
     over_budget: bool = False
 
 
+def _chars(entry: tuple[int, object]) -> int:
+    return entry[0]
+
+
 class TemplateRenderer:
     """Checks and renders templates; one instance is shared process-wide (:data:`RENDERER`)."""
 
     def __init__(self, cache_size: int = 4096, time_budget: float = RENDER_TIME_BUDGET_SECONDS) -> None:
         self.environment = SandboxedEnvironment()
         self.time_budget = time_budget
-        self._parse = lru_cache(maxsize=cache_size)(self._parse_uncached)
-        self._check = lru_cache(maxsize=cache_size)(self._check_uncached)
+        # Values are (characters of source, what was built): the weight the caches are bounded by.
+        self._parsed: Lru[str, tuple[int, BudgetedTemplate]] = Lru(
+            cache_size, max_weight=MAX_CACHED_TEMPLATE_CHARS, weigh=_chars)
+        self._checked: Lru[str, tuple[int, TemplateCheck]] = Lru(
+            cache_size, max_weight=MAX_CACHED_TEMPLATE_CHARS, weigh=_chars)
+
+    def _parse(self, source: str) -> BudgetedTemplate:
+        return self._parsed.get_or_build(source, lambda: (len(source), self._parse_uncached(source)))[1]
+
+    def _check(self, source: str) -> TemplateCheck:
+        return self._checked.get_or_build(source, lambda: (len(source), self._check_uncached(source)))[1]
 
     def _parse_uncached(self, source: str) -> BudgetedTemplate:
         template = self.environment.from_string(source)

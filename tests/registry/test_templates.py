@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentfolio.registry.templates import (
+    MAX_CACHED_TEMPLATE_CHARS,
     MAX_SUMMARY_CHARS,
     TemplateRenderer,
     check_template,
@@ -84,11 +85,28 @@ def test_output_is_plain_text_and_escape_html_makes_it_safe_for_pages():
     assert check_template("{{ x | safe }}").status == "error"  # no way to mark output as markup
 
 
-def test_compiled_templates_are_cached():
+def test_compiled_templates_are_cached(monkeypatch):
     renderer = TemplateRenderer()
-    renderer.render("{{a}}", {"a": 1})
-    renderer.render("{{a}}", {"a": 2})
-    assert renderer._parse.cache_info().hits >= 1
+    parsed: list[str] = []
+    parse = renderer._parse_uncached
+    monkeypatch.setattr(renderer, "_parse_uncached", lambda source: parsed.append(source) or parse(source))
+    assert renderer.render("{{a}}", {"a": 1}).text == "1"
+    assert renderer.render("{{a}}", {"a": 2}).text == "2"
+    assert parsed == ["{{a}}"]
+
+
+def test_the_template_caches_hold_a_bounded_number_of_characters():
+    """Many distinct long templates (one account's schema versions can carry thousands)
+    stay within the character bound, not only the count bound, and the newest stays."""
+    renderer = TemplateRenderer()
+    sources = [f"{{{{ field{index} }}}} " + "x" * 9_000 for index in range(3 * MAX_CACHED_TEMPLATE_CHARS // 9_000)]
+    for index, source in enumerate(sources):
+        assert renderer.render(source, {f"field{index}": 1}).text.startswith("1 x")
+    for cache in (renderer._parsed, renderer._checked):
+        held = [source for source in sources if cache.get(source) is not None]
+        assert 0 < len(held) < len(sources)
+        assert sum(map(len, held)) <= MAX_CACHED_TEMPLATE_CHARS
+        assert sources[-1] in held
 
 
 @given(st.dictionaries(st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True),
