@@ -111,6 +111,21 @@ def test_idempotency(api) -> None:
     error(alice.post(f"/api/v1/agent_instance/{instance}/finish", json={}), 409, "invalid_action")
 
 
+def test_a_start_that_arrives_after_the_finish_keeps_the_finish(api) -> None:
+    # The Prefactor SDKs send start and finish from concurrent queue workers: they can cross.
+    alice, _ = api
+    _, instance = setup_instance(alice)
+    finished = ok(alice.post(f"/api/v1/agent_instance/{instance}/finish",
+                             json={"status": "complete", "timestamp": "2026-05-01T10:00:05Z"}))
+    assert finished["started_at"] == finished["finished_at"]  # no start known yet: the finish's time
+    late = ok(alice.post(f"/api/v1/agent_instance/{instance}/start", json={"timestamp": "2026-05-01T10:00:00Z"}))
+    assert late["status"] == "complete" and late["finished_at"] == finished["finished_at"]
+    assert late["started_at"].startswith("2026-05-01T10:00:00")  # the run began when the start says
+    again = ok(alice.post(f"/api/v1/agent_instance/{instance}/start", json={"timestamp": "2026-05-01T10:00:03Z"}))
+    assert again["started_at"] == late["started_at"]  # a later start time never moves it
+    error(alice.post(f"/api/v1/agent_instance/{instance}/finish", json={}), 409, "invalid_action")
+
+
 def test_schema_versions_and_flagged_spans(api) -> None:
     alice, _ = api
     agent, instance = setup_instance(alice)

@@ -207,7 +207,12 @@ def start(work: Work, command: InstanceStart) -> Instance:
         work.unit.instances.update(row.id, status="active", started_at=_micros(command.timestamp) or now_us(),
                                    updated_at=now_us())
     elif row.status != "active":
-        raise InvalidAction(f"the instance already finished ({row.status})")
+        # The start arrived after the finish: the Prefactor SDKs send an instance's start and
+        # finish from concurrent queue workers, so the two can cross on the way.  The finish
+        # stands; the start only says when the run began, if that is earlier than known.
+        started = _micros(command.timestamp)
+        if started is not None and (row.started_at is None or started < row.started_at):
+            work.unit.instances.update(row.id, started_at=started, updated_at=now_us())
     return instance_output(work, work.instance(row.id))
 
 
