@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,6 +32,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from agentfolio._cache import Lru
 from agentfolio.app.accounts import VIEWER_SESSION_SECONDS
 from agentfolio.app.documents import schema_version_of
 from agentfolio.app.sessions import SESSION_SORTS
@@ -174,34 +174,13 @@ class Who:
         return getattr(self.account, "name", None)
 
 
-class _Lru:
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.items: OrderedDict[Any, Any] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        with self.lock:
-            value = self.items.get(key)
-            if value is not None:
-                self.items.move_to_end(key)
-            return value
-
-    def put(self, key: Any, value: Any) -> Any:
-        with self.lock:
-            self.items[key] = value
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
-        return value
-
-
 @dataclass
 class WebViewer:
     folio: Any = None
     account: Any = None
     prefix: str = ""
     opened: OpenedStore = field(default_factory=OpenedFiles)
-    sessions: _Lru = field(default_factory=lambda: _Lru(8))
+    sessions: Lru[Any, Any] = field(default_factory=lambda: Lru(8))
     locks: dict[Any, threading.Lock] = field(default_factory=dict)
     locks_lock: threading.Lock = field(default_factory=threading.Lock)
 
