@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -167,12 +167,12 @@ class SessionSearch:
             if self.connection.execute(sa.select(sa.func.count()).select_from(matching)).scalar_one() > CANDIDATES:
                 return None
             return sorted(self.connection.execute(sa.select(matching.c.session_pk).distinct()).scalars())
-        matching = f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT ?"
+        rowids = f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT ?"
         bound = (self._fts_match(), CANDIDATES + 1)
-        if self.connection.exec_driver_sql(f"SELECT count(*) FROM ({matching})", bound).scalar_one() > CANDIDATES:
+        if self.connection.exec_driver_sql(f"SELECT count(*) FROM ({rowids})", bound).scalar_one() > CANDIDATES:
             return None
         return sorted(pk for (pk,) in self.connection.exec_driver_sql(
-            f"SELECT DISTINCT rowid >> {POSITION_BITS} FROM ({matching})", bound))
+            f"SELECT DISTINCT rowid >> {POSITION_BITS} FROM ({rowids})", bound))
 
     def among(self, session_pk: Any, candidates: list[int]) -> ColumnElement[bool]:
         """Keeps the sessions whose pk is one of ``candidates``.  On SQLite, as a join with
@@ -180,9 +180,9 @@ class SessionSearch:
         key: ``pk IN (…)`` let it walk every session of the account in write order instead
         (it has no statistics to tell it the account is large), a cost growing with them."""
         if self.postgresql:
-            return session_pk.in_(candidates)
+            return cast("ColumnElement[bool]", session_pk.in_(candidates))
         listed = sa.func.json_each(_json.dumps(candidates).decode()).table_valued("value", name="search_candidates")
-        return session_pk == listed.c.value
+        return cast("ColumnElement[bool]", session_pk == listed.c.value)
 
     def per_session(self, session_pk: Any) -> ColumnElement[bool]:
         """A correlated check that the session ``session_pk`` has a matching entry."""

@@ -152,6 +152,15 @@ def _fill(served: Served, instance: str, names: tuple[str, ...]) -> tuple[list[t
     return senders, answers
 
 
+def _assert_refused(served: Served, answer: httpx.Response) -> None:
+    """``answer`` is the 429 with ``Retry-After``, and so is a request whose body never
+    comes (refused from its headers)."""
+    assert answer.status_code == 429, answer.text
+    assert answer.headers["retry-after"] == "1" and answer.json()["code"] == "too_many_requests"
+    early = _send_headers_only(served.url, served.headers, 10_000)
+    assert early.startswith(b"HTTP/1.1 429"), early[:200]
+
+
 def _until(condition: Callable[[], bool], what: str) -> None:
     """Wait until ``condition`` holds (a hang is a failure, not a timing)."""
     deadline = time.monotonic() + PATIENCE
@@ -279,11 +288,7 @@ def test_the_waiting_room_is_bounded_and_a_request_past_it_is_refused_at_once(se
         senders += [_send_in_background(served, instance, name, answers) for name in ("w1", "w2")]
         _until(lambda: gate.waiting == 2, "two requests wait for a place")
 
-        refused = api.post("/api/v1/bulk", json=_batch(instance, "third"))
-        assert refused.status_code == 429, refused.text
-        assert refused.headers["retry-after"] == "1" and refused.json()["code"] == "too_many_requests"
-        early = _send_headers_only(served.url, served.headers, 10_000)
-        assert early.startswith(b"HTTP/1.1 429"), early[:200]
+        _assert_refused(served, api.post("/api/v1/bulk", json=_batch(instance, "third")))
         assert (gate.admitted, gate.waiting) == (LIMIT, 2)
 
         served.held.release()
@@ -301,12 +306,8 @@ def test_a_waiter_past_its_deadline_is_refused_429_with_retry_after(serve: Calla
         senders, answers = _fill(served, instance, ("first", "second"))  # held until released below
         gate = served.app.state.bulk_gate
 
-        late = api.post("/api/v1/bulk", json=_batch(instance, "late"))
-        assert late.status_code == 429, late.text
-        assert late.headers["retry-after"] == "1" and late.json()["code"] == "too_many_requests"
-        # It waited from its headers alone: a body that never comes changes nothing.
-        early = _send_headers_only(served.url, served.headers, 10_000)
-        assert early.startswith(b"HTTP/1.1 429"), early[:200]
+        # Waiting from its headers alone: a body that never comes changes nothing.
+        _assert_refused(served, api.post("/api/v1/bulk", json=_batch(instance, "late")))
         assert (gate.admitted, gate.waiting) == (LIMIT, 0)
 
         served.held.release()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import sqlalchemy as sa
@@ -42,6 +44,22 @@ def state(*texts: str) -> dict:
 
 def found(sessions: Sessions, text: str, **options: object) -> set[str]:
     return {info.id for info in sessions.list(text=text, **options)}  # type: ignore[arg-type]
+
+
+@contextmanager
+def listing_statements(store: Store) -> Iterator[list[tuple[str, object]]]:
+    """The sessions-list statements (and their parameters) run inside the block."""
+    listed: list[tuple[str, object]] = []
+
+    def seen(conn: object, cursor: object, statement: str, parameters: object, *rest: object) -> None:
+        if statement.lstrip().startswith("SELECT sessions.pk"):
+            listed.append((statement, parameters))
+
+    sa.event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        yield listed
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", seen)
 
 
 @pytest.fixture
@@ -156,17 +174,8 @@ def test_sqlite_looks_search_candidates_up_by_key(store: Store) -> None:
     sessions = store.sessions.of(store.accounts.ensure("planner"))
     for number in range(30):
         sessions.create(state(f"needle {number}" if number % 10 == 0 else f"hay {number}"), session_id=f"p{number}")
-    listed: list[tuple[str, object]] = []
-
-    def seen(conn: object, cursor: object, statement: str, parameters: object, *rest: object) -> None:
-        if statement.lstrip().startswith("SELECT sessions.pk"):
-            listed.append((statement, parameters))
-
-    sa.event.listen(store.engine, "before_cursor_execute", seen)
-    try:
+    with listing_statements(store) as listed:
         assert found(sessions, "needle") == {"p0", "p10", "p20"}
-    finally:
-        sa.event.remove(store.engine, "before_cursor_execute", seen)
     statement, parameters = listed[-1]
     with store.engine.connect() as connection:
         plan = [row[3] for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
@@ -295,18 +304,9 @@ def test_the_sessions_list_reads_the_write_time_index_without_sorting_every_sess
     sessions = store.sessions.of(store.accounts.ensure("ordered"))
     for number in range(5):
         sessions.create(state(f"entry {number}"), session_id=f"o{number}")
-    listed: list[tuple[str, object]] = []
-
-    def seen(conn: object, cursor: object, statement: str, parameters: object, *rest: object) -> None:
-        if statement.lstrip().startswith("SELECT sessions.pk"):
-            listed.append((statement, parameters))
-
-    sa.event.listen(store.engine, "before_cursor_execute", seen)
-    try:
+    with listing_statements(store) as listed:
         first = sessions.list(limit=2)
         sessions.list(limit=2, after=SessionCursor.after(first[-1]))
-    finally:
-        sa.event.remove(store.engine, "before_cursor_execute", seen)
     assert len(listed) == 2
     with store.engine.connect() as connection:
         for statement, parameters in listed:
