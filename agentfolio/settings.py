@@ -36,6 +36,12 @@ Every setting has a default that needs no set-up:
     one more is answered 429 with ``Retry-After`` before its body is read, so the ones taken
     stay as fast as with one client instead of each waiting for all before it (the
     Prefactor SDKs retry 429).  Each process has its own count (``--workers N``: N times it).
+``AGENTFOLIO_BULK_WAITERS`` / ``AGENTFOLIO_BULK_WAIT_MS``
+    How many more bulk requests may wait for one of those places (default 2), and for how
+    many milliseconds each (default 1000) before it is answered 429 after all.  A place
+    given back goes straight to the first waiter, so places do not stay empty while the
+    refused clients sleep their ``Retry-After``; a waiter's body is not read while it
+    waits.  ``0`` waiters (or 0 ms) answers 429 at once whenever every place is taken.
 ``AGENTFOLIO_IDEMPOTENCY_WINDOW``
     Seconds an idempotency key of the registry API (``Idempotency-Key``, a bulk item's
     ``idempotency_key``) is remembered: within it a replay answers again and the same key
@@ -76,6 +82,8 @@ DEFAULT_OTLP_MAX_BYTES = 32 * 1024 * 1024
 DEFAULT_OTLP_QUEUE = 8
 DEFAULT_OTLP_BACKLOG = 100_000
 DEFAULT_BULK_QUEUE = 2
+DEFAULT_BULK_WAITERS = 2
+DEFAULT_BULK_WAIT_MS = 1000
 DEFAULT_COMPAT_TIMEOUT = 10
 MIGRATE_CHOICES = ("auto", "off")
 LOG_FORMATS = ("text", "json")
@@ -112,6 +120,8 @@ class Settings:
     otlp_queue_size: int = DEFAULT_OTLP_QUEUE
     otlp_backlog: int = DEFAULT_OTLP_BACKLOG
     bulk_queue_size: int = DEFAULT_BULK_QUEUE
+    bulk_waiters: int = DEFAULT_BULK_WAITERS
+    bulk_wait_ms: int = DEFAULT_BULK_WAIT_MS
     compat_timeout: int = DEFAULT_COMPAT_TIMEOUT
     migrate: str = "auto"
     log_format: str = "text"
@@ -160,6 +170,8 @@ class Settings:
             otlp_queue_size=number("OTLP_QUEUE", DEFAULT_OTLP_QUEUE),
             otlp_backlog=number("OTLP_BACKLOG", DEFAULT_OTLP_BACKLOG),
             bulk_queue_size=number("BULK_QUEUE", DEFAULT_BULK_QUEUE),
+            bulk_waiters=number("BULK_WAITERS", DEFAULT_BULK_WAITERS),
+            bulk_wait_ms=number("BULK_WAIT_MS", DEFAULT_BULK_WAIT_MS),
             compat_timeout=max(1, number("COMPAT_TIMEOUT", DEFAULT_COMPAT_TIMEOUT)),
             migrate=choice("MIGRATE", MIGRATE_CHOICES),
             log_format=choice("LOG_FORMAT", LOG_FORMATS),

@@ -148,6 +148,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
     env["AGENTFOLIO_OTLP_QUEUE"] = str(settings.otlp_queue_size)
     env["AGENTFOLIO_OTLP_BACKLOG"] = str(settings.otlp_backlog)
     env["AGENTFOLIO_BULK_QUEUE"] = str(settings.bulk_queue_size)
+    env["AGENTFOLIO_BULK_WAITERS"] = str(settings.bulk_waiters)
+    env["AGENTFOLIO_BULK_WAIT_MS"] = str(settings.bulk_wait_ms)
     env["AGENTFOLIO_BLOB_SWEEP_INTERVAL"] = str(settings.blob_sweep_interval)
     env["AGENTFOLIO_COMPAT_TIMEOUT"] = str(settings.compat_timeout)
     env["AGENTFOLIO_MIGRATE"] = settings.migrate

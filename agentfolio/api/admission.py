@@ -1,11 +1,12 @@
-"""Admission for the heavy write routes: past the process's limit a request is answered
-429 ``too_many_requests`` with ``Retry-After`` before its body is read, so nothing of it is
-read, parsed or stored (:mod:`agentfolio.app.admission` holds the count)."""
+"""Admission for the heavy write routes: past the process's limit a request waits briefly
+for a place (a few at most, see :mod:`agentfolio.app.admission`, which holds the count),
+and failing that is answered 429 ``too_many_requests`` with ``Retry-After`` before its
+body is read, so nothing of it is read, parsed or stored."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Request
@@ -29,18 +30,20 @@ def bulk_gate(request: Request) -> AdmissionGate:
     state = request.app.state
     gate = getattr(state, "bulk_gate", None)
     if gate is None:
-        gate = state.bulk_gate = AdmissionGate(state.settings.bulk_queue_size)
+        settings = state.settings
+        gate = state.bulk_gate = AdmissionGate(settings.bulk_queue_size, waiters=settings.bulk_waiters,
+                                               wait_seconds=settings.bulk_wait_ms / 1000)
     return gate
 
 
-@contextmanager
-def admitted(gate: AdmissionGate) -> Iterator[None]:
-    """Hold a place of ``gate`` for the block; raise the 429 when there is none.  Enter it
-    before the body is read."""
-    if not gate.admit():
+@asynccontextmanager
+async def admitted(gate: AdmissionGate) -> AsyncIterator[None]:
+    """Hold a place of ``gate`` for the block, after waiting for one as the gate allows;
+    raise the 429 when there is none.  Enter it before the body is read."""
+    if not await gate.enter():
         raise ApiError(429, "too_many_requests",
-                       f"this server is already running {gate.limit} requests like this one; nothing was "
-                       f"stored: send it again in {RETRY_AFTER_SECONDS} s",
+                       f"this server is busy with {gate.limit} requests like this one; nothing was stored: "
+                       f"send it again in {RETRY_AFTER_SECONDS} s",
                        headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
     try:
         yield

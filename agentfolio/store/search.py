@@ -20,34 +20,53 @@ matches cost, bounded both ways: matching entries are read up to :data:`CANDIDAT
 query matching more (a common word) walks the account's sessions newest first instead,
 checking each one's entries through the index — which finds a page quickly exactly
 because matches are common — over at most the :data:`WALK_SESSIONS` newest sessions.
+
+On SQLite a word is looked up as the terms it is a prefix of (read from the index's
+vocabulary, ``entries_fts_terms``), up to :data:`MAX_EXPANSION` of them, and matched as
+those whole terms: FTS5 reads a prefix query by first copying out every entry of every
+term it covers, whatever the ``LIMIT`` or ``rowid`` range, so ``museum*`` cost as much as
+all the entries holding "museum" on every call — once per session checked, in a walk —
+while whole terms are read lazily, seeking.  A word that is a prefix of more terms than
+that is left a prefix (its terms are many, so each is usually rare).  The candidates are
+then looked up by key, one session each (:meth:`SessionSearch.among`), never by walking
+the account's sessions in write order to pick them out.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
+from agentfolio import _json
 from agentfolio.store.tables import entries
 
-__all__ = ["CANDIDATES", "FALLBACK_SESSIONS", "WALK_SESSIONS", "WORDS", "SessionSearch", "fts_rowid"]
+__all__ = ["CANDIDATES", "FALLBACK_SESSIONS", "MAX_EXPANSION", "WALK_SESSIONS", "WORDS", "SessionSearch", "fts_rowid"]
 
 _WORD = re.compile(r"[^\W_]+")
 #: Words of a query that count (more are ignored), and the longest word kept.
 MAX_WORDS, MAX_WORD = 16, 100
 #: Matching entries read before a search switches to walking sessions in order.
-CANDIDATES = 20_000
+CANDIDATES = 5_000
 #: Sessions a walk examines at most (the newest written).
 WALK_SESSIONS = 20_000
+#: SQLite: matching entries a walk reads newest first, to check the newest sessions without a probe each.
+NEWEST_MATCHES = 2_000
 #: Sessions the LIKE fallback (SQLite without FTS5) examines at most (the newest written).
 FALLBACK_SESSIONS = 10_000
 #: Bits of an FTS rowid that hold the entry's position (the rest: the session's pk).
 POSITION_BITS = 32
 FTS_TABLE = "entries_fts"
+#: SQLite: the FTS index's vocabulary (an ``fts5vocab`` table in each connection's ``temp``).
+TERMS_TABLE = "entries_fts_terms"
+#: Whole terms a query word is spelled out as before it is searched as a prefix instead.
+MAX_EXPANSION = 16
+#: The greatest code point: every term starting with a word sorts below word + this.
+_LAST_CHARACTER = "\U0010ffff"
 #: PostgreSQL's indexed expression (migration 0009_flat_reads builds the same one): a
 #: query must spell it exactly, constants inline, for the planner to use the index.
 WORDS = r"""to_tsvector('simple', regexp_replace(text, '[!-/:-@\[-`{-~]+', ' ', 'g'))"""
@@ -91,6 +110,20 @@ def unindex_sessions(connection: Connection, session_pks: Sequence[int]) -> None
         f"WHERE session_pk IN ({marks})", tuple(session_pks))
 
 
+def _terms_table(connection: Connection) -> str:
+    """The vocabulary of SQLite's index, made in this connection's ``temp`` on first use
+    (nothing stored: it reads the index's own structure)."""
+    if not connection.info.get(TERMS_TABLE):
+        connection.exec_driver_sql(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{TERMS_TABLE} "
+                                   f"USING fts5vocab(main, {FTS_TABLE}, row)")
+        connection.info[TERMS_TABLE] = True
+    return f"temp.{TERMS_TABLE}"
+
+
+def _quoted(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
 class SessionSearch:
     """The condition on ``sessions.pk`` a text search adds to a sessions query."""
 
@@ -99,6 +132,7 @@ class SessionSearch:
         self.words = query_words(text)
         self.postgresql = connection.dialect.name == "postgresql"
         self.indexed = bool(self.words) and has_fts(connection)
+        self._match: str | None = None
 
     def _entry_matches(self) -> ColumnElement[bool]:
         """PostgreSQL: the entry's words hold every word (as a prefix)."""
@@ -107,19 +141,48 @@ class SessionSearch:
             sa.func.to_tsquery(sa.literal_column("'simple'"), query))
 
     def _fts_match(self) -> str:
-        return " ".join(f'"{word}"*' for word in self.words)
+        """SQLite's MATCH: every word, as the whole terms it starts (see the module's notes)."""
+        if self._match is None:
+            self._match = " AND ".join(self._word_match(word) for word in self.words)
+        return self._match
+
+    def _word_match(self, word: str) -> str:
+        terms = [term for (term,) in self.connection.exec_driver_sql(
+            f"SELECT term FROM {_terms_table(self.connection)} WHERE term >= ? AND term < ? LIMIT ?",
+            (word, word + _LAST_CHARACTER, MAX_EXPANSION + 1))]
+        if len(terms) > MAX_EXPANSION:
+            return f"{_quoted(word)}*"
+        if not terms:  # no entry holds a word starting so: a term no entry holds either
+            return _quoted(word)
+        return "(" + " OR ".join(_quoted(term) for term in terms) + ")"
 
     def candidates(self) -> list[int] | None:
         """The pks of the sessions with a matching entry, or None when more than
         :data:`CANDIDATES` entries match (then :meth:`per_session` is the way)."""
+        # Counted in the database first: a common word stops there, without carrying
+        # thousands of rows into Python only to learn that they are too many.
         if self.postgresql:
-            chosen = sa.select(entries.c.session_pk).where(self._entry_matches()).limit(CANDIDATES + 1)
-            found = list(self.connection.execute(chosen).scalars())
-        else:
-            found = [rowid >> POSITION_BITS for (rowid,) in self.connection.exec_driver_sql(
-                f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT ?",
-                (self._fts_match(), CANDIDATES + 1))]
-        return None if len(found) > CANDIDATES else sorted(set(found))
+            matching = (sa.select(entries.c.session_pk).where(self._entry_matches())
+                        .limit(CANDIDATES + 1).subquery())
+            if self.connection.execute(sa.select(sa.func.count()).select_from(matching)).scalar_one() > CANDIDATES:
+                return None
+            return sorted(self.connection.execute(sa.select(matching.c.session_pk).distinct()).scalars())
+        rowids = f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT ?"
+        bound = (self._fts_match(), CANDIDATES + 1)
+        if self.connection.exec_driver_sql(f"SELECT count(*) FROM ({rowids})", bound).scalar_one() > CANDIDATES:
+            return None
+        return sorted(pk for (pk,) in self.connection.exec_driver_sql(
+            f"SELECT DISTINCT rowid >> {POSITION_BITS} FROM ({rowids})", bound))
+
+    def among(self, session_pk: Any, candidates: list[int]) -> ColumnElement[bool]:
+        """Keeps the sessions whose pk is one of ``candidates``.  On SQLite, as a join with
+        the list (``json_each``), which its planner reads first, looking each session up by
+        key: ``pk IN (…)`` let it walk every session of the account in write order instead
+        (it has no statistics to tell it the account is large), a cost growing with them."""
+        if self.postgresql:
+            return cast("ColumnElement[bool]", session_pk.in_(candidates))
+        listed = sa.func.json_each(_json.dumps(candidates).decode()).table_valued("value", name="search_candidates")
+        return cast("ColumnElement[bool]", session_pk == listed.c.value)
 
     def per_session(self, session_pk: Any) -> ColumnElement[bool]:
         """A correlated check that the session ``session_pk`` has a matching entry."""
@@ -127,6 +190,17 @@ class SessionSearch:
             return sa.exists().where(entries.c.session_pk == session_pk, self._entry_matches())
         low = session_pk.op("<<")(POSITION_BITS)
         fts = sa.table(FTS_TABLE, sa.column("rowid"))
-        return sa.exists().select_from(fts).where(
+        probe = sa.exists().select_from(fts).where(
             sa.literal_column(FTS_TABLE).op("MATCH")(self._fts_match()),
             fts.c.rowid >= low, fts.c.rowid <= low + ((1 << POSITION_BITS) - 1))
+        # Each probe costs FTS5 a query of its own (a fraction of a millisecond), so the
+        # newest sessions by key are answered from one read of the newest matches instead:
+        # every matching session from ``oldest`` on is among them, and only an older
+        # session (one written to again since) is probed.
+        rowids = [rowid for (rowid,) in self.connection.exec_driver_sql(
+            f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? ORDER BY rowid DESC LIMIT ?",
+            (self._fts_match(), NEWEST_MATCHES))]
+        newest = sorted({rowid >> POSITION_BITS for rowid in rowids})
+        if len(rowids) < NEWEST_MATCHES:  # every match: no probe at all
+            return self.among(session_pk, newest) if newest else sa.false()
+        return sa.or_(session_pk.in_(newest), sa.and_(session_pk < newest[0], probe))

@@ -197,6 +197,11 @@ SORTS: dict[str, Any] = {
     "agent": sessions.c.agent,
     "id": sessions.c.id,
 }
+#: The sorts whose value may be NULL, placed last either way.  The others are ordered
+#: plainly: PostgreSQL reads an ascending index backwards as ``DESC NULLS FIRST``, so
+#: asking ``NULLS LAST`` of a column that is never NULL made it sort every session of the
+#: account for each page instead of reading the write-time index.
+NULLABLE_SORTS = frozenset({"duration", "agent"})
 
 
 #: Most tokens one entry counts for in the stored sums: any record's usage sums without
@@ -464,8 +469,11 @@ class Sessions:
         ``after`` (sorted by ``updated`` only) continues after the last session of the
         previous page: keyset paging, each page costing the same however far in.
         """
-        column = SORTS.get(sort, SORTS["updated"])
-        order = column.desc().nulls_last() if descending else column.asc().nulls_last()
+        sort = sort if sort in SORTS else "updated"
+        column = SORTS[sort]
+        order = column.desc() if descending else column.asc()
+        if sort in NULLABLE_SORTS:
+            order = order.nulls_last()
         with read_transaction(self.engine) as connection:
             query = (self.scope.select(sessions, *_INFO_COLUMNS, *_FACT_COLUMNS)
                      .where(*self._filters(connection, agent=agent, since=since, until=until, text=text,
@@ -560,7 +568,7 @@ class Sessions:
                 entries.c.text.like(_contains(search_text(text)), escape="\\")))
         candidates = search.candidates()
         if candidates is not None:
-            return (sessions.c.pk.in_(candidates),)
+            return (search.among(sessions.c.pk, candidates),)
         return (self._newest(connection, WALK_SESSIONS), search.per_session(sessions.c.pk))
 
     def _newest(self, connection: Connection, count: int) -> ColumnElement[bool]:

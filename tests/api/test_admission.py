@@ -8,6 +8,7 @@ import asyncio
 import json
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -61,18 +62,34 @@ class Served:
 
 
 @pytest.fixture
-def served(store: Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
-    limited = Store(store.settings.with_(bulk_queue_size=LIMIT, otlp_queue_size=LIMIT), store.engine, store.blobs)
-    held = HeldWrites(limited.registry.write)
-    monkeypatch.setattr(limited.registry, "write", held)
-    token, _ = store.accounts.create_token("gate")
-    app = create_server(folio=Agentfolio(limited, owned=False), viewer=False)
-    server = InProcessServer(app, log_level="warning")
+def serve(store: Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Served]]:
+    """Start a server whose bulk route admits ``LIMIT`` requests and lets ``waiters`` more
+    wait up to ``wait_ms`` for a place."""
+    started: list[tuple[HeldWrites, InProcessServer]] = []
+
+    def start(*, waiters: int = 0, wait_ms: int = 0) -> Served:
+        limited = Store(store.settings.with_(bulk_queue_size=LIMIT, otlp_queue_size=LIMIT, bulk_waiters=waiters,
+                                             bulk_wait_ms=wait_ms), store.engine, store.blobs)
+        held = HeldWrites(limited.registry.write)
+        monkeypatch.setattr(limited.registry, "write", held)
+        token, _ = store.accounts.create_token("gate")
+        app = create_server(folio=Agentfolio(limited, owned=False), viewer=False)
+        server = InProcessServer(app, log_level="warning")
+        started.append((held, server))
+        return Served(server.url, token, {"Authorization": f"Bearer {token}"}, held, app)
+
     try:
-        yield Served(server.url, token, {"Authorization": f"Bearer {token}"}, held, app)
+        yield start
     finally:
-        held.release()  # whatever failed, let the held requests end so the server stops
-        server.stop()
+        for held, server in started:
+            held.release()  # whatever failed, let the held requests end so the server stops
+            server.stop()
+
+
+@pytest.fixture
+def served(serve: Callable[..., Served]) -> Served:
+    """No waiting room: past the limit, 429 at once."""
+    return serve()
 
 
 def _instance(api: httpx.Client) -> str:
@@ -113,21 +130,43 @@ def _send_headers_only(url: str, token_headers: dict[str, str], length: int) -> 
         return answer
 
 
+def _send_in_background(served: Served, instance: str, name: str,
+                        answers: dict[str, httpx.Response]) -> threading.Thread:
+    """Post the batch ``name`` from a thread of its own; its answer lands in ``answers``."""
+    def send() -> None:
+        with httpx.Client(base_url=served.url, headers=served.headers, timeout=PATIENCE * 2) as own:
+            answers[name] = own.post("/api/v1/bulk", json=_batch(instance, name))
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    return sender
+
+
 def _fill(served: Served, instance: str, names: tuple[str, ...]) -> tuple[list[threading.Thread],
                                                                            dict[str, httpx.Response]]:
     """Send one bulk request per name and wait until each holds a place, inside its write."""
     answers: dict[str, httpx.Response] = {}
-
-    def send(name: str) -> None:
-        with httpx.Client(base_url=served.url, headers=served.headers, timeout=PATIENCE * 2) as own:
-            answers[name] = own.post("/api/v1/bulk", json=_batch(instance, name))
-
     served.held.holding = True
-    senders = [threading.Thread(target=send, args=(name,)) for name in names]
-    for sender in senders:
-        sender.start()
+    senders = [_send_in_background(served, instance, name, answers) for name in names]
     served.held.wait_for(len(names))
     return senders, answers
+
+
+def _assert_refused(served: Served, answer: httpx.Response) -> None:
+    """``answer`` is the 429 with ``Retry-After``, and so is a request whose body never
+    comes (refused from its headers)."""
+    assert answer.status_code == 429, answer.text
+    assert answer.headers["retry-after"] == "1" and answer.json()["code"] == "too_many_requests"
+    early = _send_headers_only(served.url, served.headers, 10_000)
+    assert early.startswith(b"HTTP/1.1 429"), early[:200]
+
+
+def _until(condition: Callable[[], bool], what: str) -> None:
+    """Wait until ``condition`` holds (a hang is a failure, not a timing)."""
+    deadline = time.monotonic() + PATIENCE
+    while not condition():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.01)
 
 
 def test_bulk_requests_past_the_limit_are_refused_429_until_a_place_is_free(served: Served) -> None:
@@ -183,15 +222,15 @@ def test_the_prefactor_http_client_waits_out_a_full_server_unmodified(served: Se
         senders, answers = _fill(served, instance, ("first", "second"))
         gate = served.app.state.bulk_gate
         refused = threading.Event()
-        admit = gate.admit
+        enter = gate.enter
 
-        def watched_admit() -> bool:
-            taken = admit()
+        async def watched_enter() -> bool:
+            taken = await enter()
             if not taken:
                 refused.set()
             return bool(taken)
 
-        monkeypatch.setattr(gate, "admit", watched_admit)
+        monkeypatch.setattr(gate, "enter", watched_enter)
         outcome: dict[str, Any] = {}
 
         async def through_the_sdk() -> Any:
@@ -218,6 +257,92 @@ def test_the_prefactor_http_client_waits_out_a_full_server_unmodified(served: Se
             "sdk-item-0": "success", "sdk-item-1": "success", "sdk-item-2": "success"}
         assert [answers[name].status_code for name in ("first", "second")] == [200, 200]
         assert _stored_batches(api) == ["first"] * 3 + ["sdk"] * 3 + ["second"] * 3
+
+
+def test_a_request_waiting_for_a_place_is_served_when_one_is_given_back(serve: Callable[..., Served]) -> None:
+    served = serve(waiters=1, wait_ms=PATIENCE * 1000)
+    with httpx.Client(base_url=served.url, headers=served.headers, timeout=PATIENCE) as api:
+        instance = _instance(api)
+        senders, answers = _fill(served, instance, ("first", "second"))
+        gate = served.app.state.bulk_gate
+        senders.append(_send_in_background(served, instance, "third", answers))
+        _until(lambda: gate.waiting == 1, "the third request waits for a place")
+        assert gate.admitted == LIMIT and "third" not in answers
+
+        served.held.release()
+        for sender in senders:
+            sender.join(PATIENCE * 2)
+        assert [answers[name].status_code for name in ("first", "second", "third")] == [200, 200, 200], answers
+        assert _stored_batches(api) == ["first"] * 3 + ["second"] * 3 + ["third"] * 3
+        assert (gate.admitted, gate.waiting) == (0, 0)
+
+
+def test_the_waiting_room_is_bounded_and_a_request_past_it_is_refused_at_once(serve: Callable[..., Served]) -> None:
+    """With its waiters waiting (their deadline far off), one more request is answered 429
+    straight away, from its headers, and nothing of it is stored."""
+    served = serve(waiters=2, wait_ms=PATIENCE * 1000)
+    with httpx.Client(base_url=served.url, headers=served.headers, timeout=PATIENCE) as api:
+        instance = _instance(api)
+        senders, answers = _fill(served, instance, ("first", "second"))
+        gate = served.app.state.bulk_gate
+        senders += [_send_in_background(served, instance, name, answers) for name in ("w1", "w2")]
+        _until(lambda: gate.waiting == 2, "two requests wait for a place")
+
+        _assert_refused(served, api.post("/api/v1/bulk", json=_batch(instance, "third")))
+        assert (gate.admitted, gate.waiting) == (LIMIT, 2)
+
+        served.held.release()
+        for sender in senders:
+            sender.join(PATIENCE * 2)
+        assert {name: answers[name].status_code for name in ("first", "second", "w1", "w2")} == dict.fromkeys(
+            ("first", "second", "w1", "w2"), 200)
+        assert _stored_batches(api) == sorted(["first", "second", "w1", "w2"] * 3)  # nothing of "third"
+
+
+def test_a_waiter_past_its_deadline_is_refused_429_with_retry_after(serve: Callable[..., Served]) -> None:
+    served = serve(waiters=1, wait_ms=200)
+    with httpx.Client(base_url=served.url, headers=served.headers, timeout=PATIENCE) as api:
+        instance = _instance(api)
+        senders, answers = _fill(served, instance, ("first", "second"))  # held until released below
+        gate = served.app.state.bulk_gate
+
+        # Waiting from its headers alone: a body that never comes changes nothing.
+        _assert_refused(served, api.post("/api/v1/bulk", json=_batch(instance, "late")))
+        assert (gate.admitted, gate.waiting) == (LIMIT, 0)
+
+        served.held.release()
+        for sender in senders:
+            sender.join(PATIENCE * 2)
+        assert _stored_batches(api) == ["first"] * 3 + ["second"] * 3  # nothing of the late one
+        again = api.post("/api/v1/bulk", json=_batch(instance, "late"))
+        assert again.status_code == 200, again.text
+
+
+def test_a_waiter_whose_client_went_away_gives_its_place_back(serve: Callable[..., Served]) -> None:
+    """A client that sends its whole request, then disconnects while it waits: when a place
+    comes to it, it finds nobody there, stores nothing and hands the place on."""
+    served = serve(waiters=1, wait_ms=PATIENCE * 1000)
+    with httpx.Client(base_url=served.url, headers=served.headers, timeout=PATIENCE) as api:
+        instance = _instance(api)
+        senders, answers = _fill(served, instance, ("first", "second"))
+        gate = served.app.state.bulk_gate
+        body = json.dumps(_batch(instance, "gone")).encode()
+        host, port = served.url.removeprefix("http://").split(":")
+        head = (f"POST /api/v1/bulk HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nAuthorization: {served.headers['Authorization']}\r\n\r\n")
+        with socket.create_connection((host, int(port)), timeout=PATIENCE) as connection:
+            connection.sendall(head.encode() + body)
+            _until(lambda: gate.waiting == 1, "the request waits for a place")
+        # ... and the client is gone.
+
+        served.held.release()
+        for sender in senders:
+            sender.join(PATIENCE * 2)
+        _until(lambda: (gate.admitted, gate.waiting) == (0, 0), "every place is given back")
+        after = api.post("/api/v1/bulk", json=_batch(instance, "after"))
+        assert after.status_code == 200, after.text
+        assert [answers[name].status_code for name in ("first", "second")] == [200, 200]
+        assert _stored_batches(api) == sorted(["first", "second", "after"] * 3)  # nothing of "gone"
 
 
 def test_the_openapi_document_names_the_429_and_its_retry_after(served: Served) -> None:

@@ -8,7 +8,10 @@ Latency itself is measured by ``bench/scale.py``, never asserted here.
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import sqlalchemy as sa
@@ -41,6 +44,22 @@ def state(*texts: str) -> dict:
 
 def found(sessions: Sessions, text: str, **options: object) -> set[str]:
     return {info.id for info in sessions.list(text=text, **options)}  # type: ignore[arg-type]
+
+
+@contextmanager
+def listing_statements(store: Store) -> Iterator[list[tuple[str, object]]]:
+    """The sessions-list statements (and their parameters) run inside the block."""
+    listed: list[tuple[str, object]] = []
+
+    def seen(conn: object, cursor: object, statement: str, parameters: object, *rest: object) -> None:
+        if statement.lstrip().startswith("SELECT sessions.pk"):
+            listed.append((statement, parameters))
+
+    sa.event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        yield listed
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", seen)
 
 
 @pytest.fixture
@@ -102,6 +121,66 @@ def test_a_common_word_walks_the_newest_sessions(monkeypatch: pytest.MonkeyPatch
     assert found(mine, "common 3") == {"w3"}
     monkeypatch.setattr("agentfolio.store.sessions.WALK_SESSIONS", 3)  # the walk is bounded
     assert found(mine, "common") == {"w3", "w4", "w5"}
+
+
+def test_a_walk_finds_an_old_session_written_again(monkeypatch: pytest.MonkeyPatch, mine: Sessions) -> None:
+    """SQLite's walk answers the newest sessions by key from one read of the newest
+    matches and probes only older ones: an old session written again since (newest by
+    write time, oldest by key) is found, in its place."""
+    for number in range(6):
+        mine.create(state(f"common word {number}"), session_id=f"w{number}")
+    mine.append("w0", state("common again")["data"]["conversationHistory"][0], expected_version=None)
+    everything = [info.id for info in mine.list(text="common")]
+    assert everything[0] == "w0" and set(everything) == {f"w{number}" for number in range(6)}
+    monkeypatch.setattr(search_module, "CANDIDATES", 2)
+    monkeypatch.setattr(search_module, "NEWEST_MATCHES", 2)  # the newest two matches: w5, w4; the rest probed
+    assert [info.id for info in mine.list(text="common")] == everything
+    assert [info.id for info in mine.list(text="common", limit=3)] == everything[:3]
+    assert found(mine, "common 0") == {"w0"} and found(mine, "again") == {"w0"}
+
+
+def test_a_word_is_searched_as_the_whole_terms_it_starts(monkeypatch: pytest.MonkeyPatch, store: Store) -> None:
+    """A prefix is spelled out as the terms it covers (read lazily by SQLite's index, where a
+    prefix query copies out every entry of every term first); past MAX_EXPANSION terms it
+    stays a prefix.  Either way the same sessions are found."""
+    sessions = store.sessions.of(store.accounts.ensure("terms"))
+    for number, word in enumerate(("gold", "golden", "goldbrew", "goldfish", "silver")):
+        sessions.create(state(f"a {word} thing"), session_id=f"t{number}")
+    expected = {"t0", "t1", "t2", "t3"}
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, parameters: object, *rest: object) -> None:
+        statements.append(f"{statement} {parameters}")
+
+    sa.event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        assert found(sessions, "gold") == expected
+        monkeypatch.setattr(search_module, "MAX_EXPANSION", 2)
+        assert found(sessions, "gold") == expected and found(sessions, "goldb") == {"t2"}
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", seen)
+    if store.engine.dialect.name == "sqlite":
+        matches = [statement for statement in statements if "MATCH" in statement]
+        assert any('("gold" OR "goldbrew" OR "golden" OR "goldfish")' in statement for statement in matches)
+        assert any('\'"gold"*\'' in statement for statement in matches)  # four terms > 2: a prefix
+        assert any('("goldbrew")' in statement for statement in matches)
+
+
+def test_sqlite_looks_search_candidates_up_by_key(store: Store) -> None:
+    """The candidates of a search are looked up one session each by key, never found by
+    walking the account's sessions in write order (a cost growing with the account)."""
+    if store.engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's planner, without statistics; PostgreSQL plans from its own")
+    sessions = store.sessions.of(store.accounts.ensure("planner"))
+    for number in range(30):
+        sessions.create(state(f"needle {number}" if number % 10 == 0 else f"hay {number}"), session_id=f"p{number}")
+    with listing_statements(store) as listed:
+        assert found(sessions, "needle") == {"p0", "p10", "p20"}
+    statement, parameters = listed[-1]
+    with store.engine.connect() as connection:
+        plan = [row[3] for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
+    assert any("sessions USING INTEGER PRIMARY KEY" in step for step in plan), plan
+    assert not any("ix_sessions_account_pk_updated_at" in step for step in plan), plan
 
 
 def test_without_a_full_text_index_search_is_a_bounded_substring(monkeypatch: pytest.MonkeyPatch,
@@ -216,6 +295,32 @@ def test_upgrading_from_the_previous_head_indexes_what_is_stored(store: Store) -
             indexes = {index["name"] for index in sa.inspect(connection).get_indexes("registry_spans")}
         assert {"ix_registry_spans_started", "ix_registry_spans_validation", "ix_registry_spans_status",
                 "ix_registry_spans_validation_started"} <= indexes
+
+
+def test_the_sessions_list_reads_the_write_time_index_without_sorting_every_session(store: Store) -> None:
+    """Newest first, the first page and a page after a cursor come from the write-time index
+    in its own order: no sort of every session of the account (on PostgreSQL a ``NULLS
+    LAST`` the index cannot give made one)."""
+    sessions = store.sessions.of(store.accounts.ensure("ordered"))
+    for number in range(5):
+        sessions.create(state(f"entry {number}"), session_id=f"o{number}")
+    with listing_statements(store) as listed:
+        first = sessions.list(limit=2)
+        sessions.list(limit=2, after=SessionCursor.after(first[-1]))
+    assert len(listed) == 2
+    with store.engine.connect() as connection:
+        for statement, parameters in listed:
+            if store.engine.dialect.name == "postgresql":
+                # A tiny table: ask whether the index can give the order (a sort it cannot avoid stays).
+                connection.exec_driver_sql("SET enable_seqscan = off")
+                connection.exec_driver_sql("SET enable_sort = off")
+                plan = [row[0].strip() for row in connection.exec_driver_sql("EXPLAIN " + statement, parameters)]
+                assert any("Index Scan Backward using ix_sessions_" in step for step in plan), plan
+                assert not any(re.match(r"(->\s+)?Sort\s+\(", step) for step in plan), plan  # (Incremental Sort: ties)
+            else:
+                plan = [row[3] for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
+                assert any("ix_sessions_account_pk_updated_at" in step for step in plan), plan
+                assert not any(step == "USE TEMP B-TREE FOR ORDER BY" for step in plan), plan
 
 
 def test_postgresql_searches_through_its_index(store: Store) -> None:

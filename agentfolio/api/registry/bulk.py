@@ -51,7 +51,7 @@ BULK_ITEM = {"type": "object", "required": ["_type", "idempotency_key"],
                                     properties={"items": {"type": "array", "minItems": 1, "maxItems": MAX_BULK_ITEMS,
                                                           "items": BULK_ITEM}}))
 async def bulk(request: Request, principal: Principal = Depends(current_principal)) -> Response:
-    with admitted(bulk_gate(request)):  # before the body is read: a refused request costs nothing
+    async with admitted(bulk_gate(request)):  # before the body is read: a refused request costs nothing
         items = bulk_items(await read_object(request))
         answers = await run_in_threadpool(registry(request).bulk, principal, items)
     outputs = {item.key: refusal_body(item.answer) if isinstance(item.answer, RegistryRefusal)

@@ -19,6 +19,7 @@ from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import CONVERTOR_TYPES, StringConvertor, register_url_convertor
+from starlette.requests import ClientDisconnect
 
 from agentfolio import _json
 from agentfolio.api.auth import bearer, bearer_token, get_folio
@@ -51,7 +52,10 @@ def current_principal(request: Request,
 async def read_object(request: Request) -> dict[str, Any]:
     """The JSON body as an object; an absent body (GET-style requests, retire without a
     key) is ``{}``."""
-    data = await request.body()
+    try:
+        data = await request.body()
+    except ClientDisconnect:  # gone (say, while it waited for a place): nobody hears the answer
+        raise ApiError(400, "bad_request", "the client went away before its body was read") from None
     if not data or data.isspace():
         return {}
     try:
