@@ -588,7 +588,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=40, help="bulk requests per latency measurement")
     parser.add_argument("--bulk-queue", type=int, default=None,
                         help="AGENTFOLIO_BULK_QUEUE of the latency section's server (default: the server's own)")
-    parser.add_argument("--admissions", default="0/0,default",
+    parser.add_argument("--admissions", default="default,2/1000",
                         help="latency section: bulk waiting-room configurations to compare, each W/MS (W requests "
                              "may wait MS milliseconds for a place; 0/0 refuses at once) or 'default'")
     parser.add_argument("--span-sizes", default="10000,100000,1000000", help="spans stored at each reads step")
