@@ -137,3 +137,22 @@ def test_a_long_history_of_hard_text_comes_back_exactly(folio: Agentfolio, tmp_p
     assert folio.sessions.read_bytes(account, outcome.session_id)[1] == data
     assert folio.sessions.find_positions(account, outcome.session_id, text="back\\slash \ufffd nul") == \
         list(range(200))
+
+
+def test_a_copy_of_a_file_the_batch_before_is_still_writing_is_skipped(folio: Agentfolio, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # The writer stores a batch while the next one is prepared: a copy in the next batch of
+    # a file of that batch (not committed yet, so not found stored) is that file's session.
+    written = write_states(tmp_path / "in", FIRST_BATCH_FILES)
+    copy = tmp_path / "in" / f"state-{FIRST_BATCH_FILES - 1:03d}z.json"  # the first file of the second batch
+    copy.write_bytes(written[tmp_path / "in" / "state-000.json"])
+    alone: list[str] = []
+    store_alone = imports_module._store_alone
+    monkeypatch.setattr(imports_module, "_store_alone",
+                        lambda *args: alone.append(args[-1].session_id) or store_alone(*args))
+    account = folio.accounts.ensure("acme")
+    outcomes = {outcome.path.name: outcome for outcome in import_files(folio, account, [tmp_path / "in"])}
+    assert outcomes[copy.name].status == "skipped"
+    assert outcomes[copy.name].session_id == outcomes["state-000.json"].session_id is not None
+    assert alone == []  # known as a copy, not found out by a refused insert
+    assert stored_sources(folio, "acme") == sorted(written.values())
