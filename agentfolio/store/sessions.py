@@ -249,7 +249,12 @@ def _appended_values(packed: Sequence[PackedEntry]) -> dict[str, Any]:
                               "updated_at": time.time()}
     if times:
         earliest, latest = min(times), max(times)
-        values["first_activity_at"] = sa.func.coalesce(sessions.c.first_activity_at, earliest)
+        # The history's earliest and latest times, as a whole history's row has them
+        # (entries need not come in time order).
+        values["first_activity_at"] = sa.case(
+            (sessions.c.first_activity_at.is_(None), earliest),
+            (sessions.c.first_activity_at > earliest, earliest),
+            else_=sessions.c.first_activity_at)
         values["last_activity_at"] = sa.case(
             (sessions.c.last_activity_at.is_(None), latest),
             (sessions.c.last_activity_at < latest, latest),
