@@ -1,7 +1,7 @@
 """Benchmark: ``agentfolio import DIR`` of many durable-state files, against reading each
 file and inserting its bytes, on SQLite and on PostgreSQL, in the same run.
 
-    python bench/import_files.py [--files 1000] [--entries 66] [--backends sqlite,postgresql]
+    python bench/import_files.py [--files 1000] [--entries 55] [--backends sqlite,postgresql]
 
 Writes ``--files`` durable states of ``--entries`` entries each (55 entries: ~40 KB, so
 1,000 files make ~40 MB, each file different), then for each backend:
@@ -9,16 +9,22 @@ Writes ``--files`` durable states of ``--entries`` entries each (55 entries: ~40
 * baselines: one process reads each file and inserts its bytes as one row, through the
   store's own engine, one transaction per file, then a hundred files per transaction
   (the least an import must do: read, write, commit);
-* import: ``agentfolio import DIR`` as a user runs it, in its own process, on a fresh
-  database (a SQLite file, or a schema of its own on the PostgreSQL server of
+* import: ``agentfolio import DIR --jsonl`` as a user runs it, in its own process, on a
+  fresh database (a SQLite file, or a schema of its own on the PostgreSQL server of
   ``AGENTFOLIO_TEST_POSTGRES_URL`` / ``scripts/ensure-postgres.sh``) whose tables were
-  made beforehand with ``agentfolio db upgrade``; the wall time includes start-up;
+  made beforehand with ``agentfolio db upgrade``; the wall time includes start-up, and
+  the files/s of the first and of the last tenth of the files (as their lines came, in
+  the same run) show whether it slows as the store fills;
 * re-run: the same command again, which finds every file stored and skips it.
 
 Prints files/s for each, the import's time over the baseline's, and PostgreSQL's import
 time over SQLite's, with the load average (figures are noisy on a shared machine: read
-the ratios, which come from the same run).  ``--profile FILE`` writes a cProfile of one
-SQLite import run in process instead.
+the ratios, which come from the same run).  It also prints CPU time per file, which a
+busy machine disturbs less: the import process's (user + system, less that of the same
+command importing an empty folder: its start-up), and the baseline's.  On PostgreSQL the
+server's own CPU is not in it.  ``--profile FILE`` writes a cProfile of one SQLite import
+run in process instead (its writes in the same thread as the rest, so the profile holds
+them).
 """
 
 from __future__ import annotations
@@ -26,10 +32,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,21 +66,22 @@ def write_files(folder: Path, count: int, entries: int) -> int:
     return total
 
 
-def baseline(url: str, folder: Path, per_transaction: int) -> float:
+def baseline(url: str, folder: Path, per_transaction: int) -> tuple[float, float]:
     """Seconds to read each file and insert its bytes as a row, ``per_transaction`` files a
-    transaction, through the store's own engine (SQLite: WAL, ``synchronous=NORMAL``)."""
+    transaction, through the store's own engine (SQLite: WAL, ``synchronous=NORMAL``),
+    and the CPU seconds this process spent on it."""
     engine = create_engine(url)
     table = sa.Table(f"bench_files_{per_transaction}", sa.MetaData(), sa.Column("pk", sa.Integer, primary_key=True),
                      sa.Column("name", sa.String(200)), sa.Column("data", sa.LargeBinary))
     table.create(engine)
     paths = sorted(folder.glob("*.json"))
     try:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for first in range(0, len(paths), per_transaction):
             with write_transaction(engine) as connection:
                 for path in paths[first:first + per_transaction]:
                     connection.execute(sa.insert(table).values(name=path.name, data=path.read_bytes()))
-        return time.perf_counter() - start
+        return time.perf_counter() - start, time.process_time() - cpu
     finally:
         engine.dispose()
 
@@ -82,14 +92,35 @@ def environment(url: str, data_dir: str) -> dict[str, str]:
     return env
 
 
-def agentfolio(env: dict[str, str], *args: str) -> float:
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "agentfolio.cli", *args], env=env, capture_output=True,
-                          check=False)
+def children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def agentfolio(env: dict[str, str], *args: str, reported: list[float] | None = None) -> tuple[float, float]:
+    """The command's wall seconds and its process's CPU seconds; ``reported`` gets the
+    moment (from the start) each line of its output came, for ``--jsonl``."""
+    start, cpu = time.perf_counter(), children_cpu()
+    with subprocess.Popen([sys.executable, "-m", "agentfolio.cli", *args], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as command:
+        assert command.stdout is not None and command.stderr is not None
+        for _ in command.stdout:
+            if reported is not None:
+                reported.append(time.perf_counter() - start)
+        errors = command.stderr.read()
     seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"agentfolio {' '.join(args)} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
-    return seconds
+    if command.returncode != 0:
+        raise SystemExit(f"agentfolio {' '.join(args)} exited {command.returncode}: {errors.decode()[-2000:]}")
+    return seconds, children_cpu() - cpu
+
+
+def tenth_rates(reported: list[float]) -> tuple[int, int]:
+    """Files per second over the first tenth of the files and over the last tenth, in the
+    same run: whether storing gets slower as the store fills up."""
+    tenth = max(1, len(reported) // 10)
+    first = reported[tenth - 1] - reported[0]
+    last = reported[-1] - reported[-tenth - 1]
+    return round((tenth - 1) / first) if first > 0 else 0, round(tenth / last) if last > 0 else 0
 
 
 def run(backend: str, folder: Path, count: int) -> dict[str, object] | None:
@@ -98,23 +129,53 @@ def run(backend: str, folder: Path, count: int) -> dict[str, object] | None:
             return None
         env = environment(url, data_dir)
         agentfolio(env, "db", "upgrade")
-        each = baseline(url, folder, 1)
-        batched = baseline(url, folder, 100)
-        first = agentfolio(env, "import", str(folder), "--account", "bench")
-        again = agentfolio(env, "import", str(folder), "--account", "bench")
+        each, _ = baseline(url, folder, 1)
+        batched, batched_cpu = baseline(url, folder, 100)
+        with tempfile.TemporaryDirectory() as empty:
+            start_up, start_up_cpu = agentfolio(env, "import", empty, "--account", "bench")
+        reported: list[float] = []
+        first, first_cpu = agentfolio(env, "import", str(folder), "--account", "bench", "--jsonl",
+                                      reported=reported)
+        again, _ = agentfolio(env, "import", str(folder), "--account", "bench")
     return {"backend": backend, "files": count, "baseline_per_file_files_per_s": round(count / each),
             "baseline_100_a_txn_files_per_s": round(count / batched),
             "import_files_per_s": round(count / first), "rerun_files_per_s": round(count / again),
+            "import_first_tenth_files_per_s": tenth_rates(reported)[0],
+            "import_last_tenth_files_per_s": tenth_rates(reported)[1],
             "import_over_baseline_per_file": round(first / each, 2),
-            "import_over_baseline_100_a_txn": round(first / batched, 2), "import_s": first}
+            "import_over_baseline_100_a_txn": round(first / batched, 2),
+            "start_up_s": round(start_up, 2), "start_up_cpu_s": round(start_up_cpu, 2),
+            "import_cpu_ms_per_file": round((first_cpu - start_up_cpu) / count * 1000, 2),
+            "baseline_100_a_txn_cpu_ms_per_file": round(batched_cpu / count * 1000, 2), "import_s": first}
+
+
+class InThisThread:
+    """An executor that runs what it is given at once, in the caller's thread: the
+    profile then sees the batches' writes, which the import does in a thread of its own."""
+
+    def __init__(self, **_: object) -> None:
+        pass
+
+    def __enter__(self) -> InThisThread:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+    def submit(self, work: Callable[..., object], *args: object) -> Future[object]:
+        done: Future[object] = Future()
+        done.set_result(work(*args))
+        return done
 
 
 def profile(folder: Path, output: str) -> None:
     import cProfile
 
-    from agentfolio.app import Agentfolio
+    from agentfolio.app import Agentfolio, imports
     from agentfolio.app.imports import import_files
     from agentfolio.settings import Settings
+
+    imports.ThreadPoolExecutor = InThisThread  # type: ignore[assignment,misc]
 
     with fresh_database("sqlite") as url, tempfile.TemporaryDirectory() as data_dir:
         assert url is not None
