@@ -22,9 +22,11 @@ time over SQLite's, with the load average (figures are noisy on a shared machine
 the ratios, which come from the same run).  It also prints CPU time per file, which a
 busy machine disturbs less: the import process's (user + system, less that of the same
 command importing an empty folder: its start-up), and the baseline's.  On PostgreSQL the
-server's own CPU is not in it.  ``--profile FILE`` writes a cProfile of one SQLite import
-run in process instead (its writes in the same thread as the rest, so the profile holds
-them).
+server's own CPU is not in it: ``--server-cost`` measures that apart, the server
+process's CPU per file for COPY of the files' entry rows into a bare table, one with the
+foreign key, one with the search index, one with both.  ``--profile FILE`` writes a
+cProfile of one SQLite import run in process instead (its writes in the same thread as
+the rest, so the profile holds them).
 """
 
 from __future__ import annotations
@@ -187,18 +189,77 @@ def profile(folder: Path, output: str) -> None:
             profiler.dump_stats(output)
 
 
+def server_cost(folder: Path, rounds: int = 3) -> dict[str, object]:
+    """PostgreSQL's own CPU per file for COPY of a file's entry rows (as the store cuts
+    them) into tables like ``entries``: bare, with the foreign key to the session, with
+    the GIN index of the search text's words, and with both (best of ``rounds``), read
+    from the server process's /proc entry (so: a server on this machine)."""
+    from agentfolio.present.search import entry_text
+    from agentfolio.store.search import WORDS
+
+    rows = [[(position, entry.get("$type"), orjson.dumps(entry), entry_text(entry, 8192))
+             for position, entry in enumerate(orjson.loads(path.read_bytes())["data"]["conversationHistory"])]
+            for path in sorted(folder.glob("*.json"))]
+    kinds = {"bare": "", "foreign_key": "fk", "gin": "gin", "both": "fk gin"}
+    with fresh_database("postgresql") as url:
+        if url is None:
+            return {"skipped": "no PostgreSQL server"}
+        engine = create_engine(url)
+        try:
+            with engine.connect() as connection:
+                pid = connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+                stat = Path(f"/proc/{pid}/stat")
+                if not stat.exists():
+                    return {"skipped": "the server is not on this machine"}
+
+                def server_seconds() -> float:
+                    fields = stat.read_text().rsplit(")", 1)[1].split()
+                    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+                connection.exec_driver_sql("CREATE TABLE parents (pk bigint PRIMARY KEY)")
+                connection.exec_driver_sql(f"INSERT INTO parents SELECT generate_series(0, {rounds * len(rows)})")
+                for name, has in kinds.items():
+                    key = " REFERENCES parents (pk) ON DELETE CASCADE" if "fk" in has else ""
+                    connection.exec_driver_sql(f"CREATE TABLE rows_{name} (session_pk bigint{key}, position integer, "
+                                               "kind text, body bytea, text text NOT NULL, "
+                                               "PRIMARY KEY (session_pk, position))")
+                    if "gin" in has:
+                        connection.exec_driver_sql(f"CREATE INDEX ON rows_{name} USING gin ({WORDS})")
+                connection.commit()
+                raw = connection.connection.driver_connection
+                best = dict.fromkeys(kinds, float("inf"))
+                for round_number in range(rounds):
+                    for name in kinds:
+                        before = server_seconds()
+                        with raw.cursor() as cursor, cursor.copy(  # type: ignore[union-attr]
+                                f"COPY rows_{name} (session_pk, position, kind, body, text) FROM STDIN") as copy:
+                            for number, file_rows in enumerate(rows):
+                                for row in file_rows:
+                                    copy.write_row((round_number * len(rows) + number, *row))
+                        raw.commit()  # type: ignore[union-attr]
+                        best[name] = min(best[name], server_seconds() - before)
+        finally:
+            engine.dispose()
+    return {f"server_cpu_ms_per_file_{name}": round(seconds / len(rows) * 1000, 2) for name, seconds in best.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--entries", type=int, default=55)
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--profile", metavar="FILE", help="write a cProfile of one SQLite import to FILE")
+    parser.add_argument("--server-cost", action="store_true",
+                        help="PostgreSQL's own CPU per file for the entry rows, by what the table has")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         size = write_files(Path(folder), args.files, args.entries)
         print({"files": args.files, "megabytes": round(size / 1e6, 1), "load": load()}, flush=True)
         if args.profile:
             profile(Path(folder), args.profile)
+            return
+        if args.server_cost:
+            print(server_cost(Path(folder)) | {"load": load()}, flush=True)
             return
         results = {}
         for backend in args.backends.split(","):
