@@ -51,6 +51,7 @@ import orjson  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 from otlp import fresh_database  # noqa: E402
 
+from agentfolio.app.imports import BATCH_FILES  # noqa: E402
 from agentfolio.samples import synthetic_durable_state  # noqa: E402
 from agentfolio.store.engine import create_engine, write_transaction  # noqa: E402
 
@@ -116,13 +117,16 @@ def agentfolio(env: dict[str, str], *args: str, reported: list[float] | None = N
     return seconds, children_cpu() - cpu
 
 
-def tenth_rates(reported: list[float]) -> tuple[int, int]:
+def tenth_rates(reported: list[float]) -> tuple[int | None, int | None]:
     """Files per second over the first tenth of the files and over the last tenth, in the
-    same run: whether storing gets slower as the store fills up."""
-    tenth = max(1, len(reported) // 10)
+    same run: whether storing gets slower as the store fills up.  Lines come a committed
+    batch at a time, so a tenth must span several batches (None: too few files)."""
+    tenth = len(reported) // 10
+    if tenth < 4 * BATCH_FILES:
+        return None, None
     first = reported[tenth - 1] - reported[0]
     last = reported[-1] - reported[-tenth - 1]
-    return round((tenth - 1) / first) if first > 0 else 0, round(tenth / last) if last > 0 else 0
+    return round((tenth - 1) / first) if first > 0 else None, round(tenth / last) if last > 0 else None
 
 
 def run(backend: str, folder: Path, count: int) -> dict[str, object] | None:
