@@ -99,3 +99,47 @@ durable_states = with_unknowns(st.fixed_dictionaries({
     "schemaVersion": st.sampled_from(["1.0.0", "1.1.0", "1.2.0", "1.2.5", "1.9.0", "2.0.0"]),
     "data": with_unknowns(st.fixed_dictionaries({}, optional={"conversationHistory": st.lists(entries, max_size=4)})),
 }))
+
+# Contents the counts look at, in the shapes that change them: failures said every way a
+# result says one, errors, usage contents, a first user text with blank lines.
+failed_results = st.one_of(
+    st.fixed_dictionaries({"$type": st.just("functionResult"), "callId": ids,
+                           "result": st.sampled_from([{"error": "boom"}, {"isError": True}, {"is_error": 1},
+                                                      {"error": "x", "a": 1, "b": 2, "c": 3}, "plain", None])}),
+    st.fixed_dictionaries({"$type": st.just("functionResult"), "callId": ids}, optional={
+        "success": st.booleans(), "exception": st.sampled_from(["", "Traceback"]), "error": st.sampled_from([0, "e"]),
+        "is_error": st.booleans(), "status": st.sampled_from(["error", "ok"])}),
+)
+usage_objects = st.fixed_dictionaries({}, optional={name: st.one_of(st.none(), st.integers(0, 10**6))
+                                                    for name in ("inputTokenCount", "outputTokenCount",
+                                                                 "totalTokenCount")})
+counted_contents = st.one_of(
+    contents, failed_results, failed_results,
+    st.fixed_dictionaries({"$type": st.just("usage"), "usage": usage_objects}),
+    st.fixed_dictionaries({"$type": st.just("text"), "text": st.sampled_from(["", "  \n", "\n first\nsecond", "x"])}),
+)
+counted_messages = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool", "system"]),
+     "contents": st.lists(counted_contents, min_size=1, max_size=4)}, optional={"createdAt": timestamps})
+counted_entries = st.one_of(
+    entries,
+    st.fixed_dictionaries({"$type": st.sampled_from(["request", "response", "errorResponse", "compaction"]),
+                           "correlationId": st.sampled_from(["c1", "c2", "c3"]),
+                           "messages": st.lists(counted_messages, min_size=1, max_size=3)},
+                          optional={"createdAt": timestamps, "usage": usage_objects}),
+)
+outcome_maps = st.dictionaries(st.sampled_from(["c1", "c2", "c4"]), st.fixed_dictionaries(
+    {"outcome": st.just("completed")}, optional={"response": st.fixed_dictionaries({}, optional={
+        "usage": usage_objects, "messages": st.just([])})}), max_size=3)
+
+
+@st.composite
+def counted_states(draw: st.DrawFn, *, outcomes: bool = True) -> dict[str, Any]:
+    """Durable states holding what the facts count (``outcomes``: 2.0 states with
+    outcomes of requests, which count towards tokens when the history does not answer
+    them), most of them valid."""
+    version = draw(st.sampled_from(["1.0.0", "1.1.0", "1.2.0", "1.9.0", "2.0.0"]))
+    data: dict[str, Any] = {"conversationHistory": draw(st.lists(counted_entries, max_size=6))}
+    if version == "2.0.0":
+        data |= {"terminalResults": draw(outcome_maps) if outcomes else {}, "completionReceipts": {}}
+    return {"schemaVersion": version, "data": data}

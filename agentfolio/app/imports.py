@@ -4,7 +4,8 @@ Each file is stored whole or not at all, under an id made from its name and cont
 a file already imported (same bytes) is skipped, so an interrupted import resumes by
 running it again.  Files go a batch at a time: what is stored of a batch is found in one
 query, each new file is parsed and checked once, and the batch is written in one
-transaction (a file refused is reported and the others are stored).  A file in another
+transaction (a file refused is reported and the others are stored), by a thread of its
+own while the next batch is read and prepared.  A file in another
 format than durable state is converted; what the conversion could not keep is returned
 with the outcome, for the caller to show.  An OTLP/JSON span export stores each
 conversation in it as its own session (built as the OTLP receiver builds them), each
@@ -16,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -149,18 +151,35 @@ def _failure(path: Path, error: AgentfolioError) -> ImportOutcome:
     return ImportOutcome(path, "failed", error=message)
 
 
-def _import_batch(folio: Agentfolio, account: Account, batch: list[_Read], agent: str | None) -> list[ImportOutcome]:
-    """Store a batch of files read: what is already stored is found in one query, each new
-    file is parsed and checked once, and every one that can be stored is written in one
-    transaction.  The outcomes, in the batch's order."""
-    from agentfolio.store import AlreadyExists
+@dataclass
+class _Batch:
+    """A batch of files prepared for its transaction: every file's outcome (in the batch's
+    order), the sessions to store, and the files whose bytes are those of another file
+    stored with this batch or the one before (their session is that file's)."""
 
+    outcomes: list[ImportOutcome]
+    new: list[tuple[ImportOutcome, NewSession]]
+    copies: list[tuple[ImportOutcome, ImportOutcome]]
+    #: digest → the outcome of the batch's first file with those bytes.
+    first_of: dict[str, ImportOutcome]
+
+
+def _import_batch(folio: Agentfolio, account: Account, batch: list[_Read], agent: str | None) -> list[ImportOutcome]:
+    """Store a batch of files read (see :func:`_prepare_batch` and :func:`_write_batch`);
+    the outcomes, in the batch's order."""
+    return _write_batch(folio, account, _prepare_batch(folio, account, batch, agent, {}))
+
+
+def _prepare_batch(folio: Agentfolio, account: Account, batch: list[_Read], agent: str | None,
+                   in_flight: dict[str, ImportOutcome]) -> _Batch:
+    """What is already stored of a batch is found in one query, and each new file is
+    parsed and checked once.  ``in_flight``: the files of the batch being written
+    meanwhile (digest → outcome), which that query cannot see yet: a file with the same
+    bytes as one of them is its copy."""
     durable = [item.digest for item in batch if item.error is None and not looks_like_span_file(item.data)]
     stored = folio.sessions.find_imported_many(account, durable) if durable else {}
-    outcomes: list[ImportOutcome] = []
-    new: list[tuple[ImportOutcome, NewSession]] = []
-    first_of: dict[str, ImportOutcome] = {}  # digest → the outcome of the batch's first file with those bytes
-    copies: list[tuple[ImportOutcome, ImportOutcome]] = []
+    prepared = _Batch([], [], [], {})
+    outcomes, first_of = prepared.outcomes, prepared.first_of
     with gc_paused():  # a batch's documents make a heap that each collection would walk again
         for item in batch:
             try:
@@ -170,25 +189,32 @@ def _import_batch(folio: Agentfolio, account: Account, batch: list[_Read], agent
                     outcomes.append(_import_span_file(folio, account, item.path, item.data, item.digest, agent))
                 elif item.digest in stored:
                     outcomes.append(ImportOutcome(item.path, "skipped", stored[item.digest]))
-                elif item.digest in first_of:
+                elif item.digest in first_of or item.digest in in_flight:
                     outcomes.append(ImportOutcome(item.path, "skipped"))
-                    copies.append((outcomes[-1], first_of[item.digest]))
+                    prepared.copies.append((outcomes[-1], first_of.get(item.digest) or in_flight[item.digest]))
                 else:
-                    outcome, prepared = _prepare(folio, account, item, agent)
+                    outcome, new = _prepare(folio, account, item, agent)
                     outcomes.append(outcome)
                     first_of[item.digest] = outcome
-                    new.append((outcome, prepared))
+                    prepared.new.append((outcome, new))
             except AgentfolioError as error:
                 outcomes.append(_failure(item.path, error))
+    return prepared
+
+
+def _write_batch(folio: Agentfolio, account: Account, prepared: _Batch) -> list[ImportOutcome]:
+    """Write every session of a prepared batch in one transaction (one by one when
+    another import stored one of them meanwhile); the batch's outcomes."""
+    from agentfolio.store import AlreadyExists
+
     try:
-        folio.sessions.create_many(account, [prepared for _, prepared in new])
+        folio.sessions.create_many(account, [new for _, new in prepared.new])
     except AlreadyExists:
-        # Another import stored one of these meanwhile: store them one at a time.
-        for outcome, prepared in new:
-            _store_alone(folio, account, outcome, prepared)
-    for copy, first in copies:
+        for outcome, new in prepared.new:
+            _store_alone(folio, account, outcome, new)
+    for copy, first in prepared.copies:
         copy.session_id = first.session_id
-    return outcomes
+    return prepared.outcomes
 
 
 def _prepare(folio: Agentfolio, account: Account, item: _Read, agent: str | None) -> tuple[ImportOutcome, NewSession]:
@@ -263,10 +289,28 @@ def import_files(folio: Agentfolio, account: Account, paths: Iterable[str | os.P
     files = list(importable_files(paths))
     if on_start is not None:
         on_start(len(files))
-    outcomes = []
-    for batch in _read_batches(files, max_bytes):
-        for outcome in _import_batch(folio, account, batch, agent):
+    outcomes: list[ImportOutcome] = []
+
+    def report(written: list[ImportOutcome]) -> None:
+        for outcome in written:
             outcomes.append(outcome)
             if on_file is not None:
                 on_file(outcome)
+
+    # One thread writes a batch while this one reads and prepares the next, so the
+    # database's own work (SQLite's, which runs without the GIL, or PostgreSQL's, in its
+    # server) goes on beside the parsing and counting instead of after it.  Each batch
+    # is still one transaction, written in order, and reported once it is committed; a
+    # batch prepared but not yet given to the writer when the import stops is not stored.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentfolio-import") as writer:
+        writing: Future[list[ImportOutcome]] | None = None
+        in_flight: dict[str, ImportOutcome] = {}
+        for batch in _read_batches(files, max_bytes):
+            prepared = _prepare_batch(folio, account, batch, agent, in_flight)
+            if writing is not None:
+                report(writing.result())
+            in_flight = prepared.first_of
+            writing = writer.submit(_write_batch, folio, account, prepared)
+        if writing is not None:
+            report(writing.result())
     return outcomes

@@ -8,33 +8,40 @@ converted record and a shown one never disagree.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from agentfolio.model.contents import FunctionResultContent
 
-__all__ = ["LONG_TEXT_CHARS", "MEDIA_CLASSES", "call_failed", "media_class"]
+__all__ = ["LONG_TEXT_CHARS", "MEDIA_CLASSES", "call_failed", "media_class", "result_failed"]
 
 #: Text longer than this is folded, showing its character count (envelope ``long_text``).
 LONG_TEXT_CHARS = 2000
 
 
 def call_failed(result: FunctionResultContent | None) -> bool:
-    """Whether a tool result reports a failure (shown in red).
+    """Whether a tool result reports a failure (shown in red): :func:`result_failed` of
+    its unknown properties and its result."""
+    return result is not None and result_failed(result.extra, result.result)
+
+
+def result_failed(properties: Mapping[str, Any], result: Any) -> bool:
+    """Whether a tool result with these properties (its JSON object, or just the ones
+    the model does not know: the names read here are none of its known ones) and this
+    ``result`` value reports a failure.
 
     The envelope says so with ``success: false``, Anthropic with ``is_error``, LangChain
     with ``status: "error"``; durable state has no field for it, so
     an ``exception``/``error`` property, or a result object with ``error``/``isError``,
     counts as one too.
     """
-    if result is None:
-        return False
-    extra = result.extra
-    if extra.get("success") is False or extra.get("exception") or extra.get("error"):
+    if properties.get("success") is False or properties.get("exception") or properties.get("error"):
         return True
     # Anthropic's tool_result says ``is_error``; LangChain's tool message ``status: "error"``.
-    if extra.get("is_error") is True or extra.get("status") == "error":
+    if properties.get("is_error") is True or properties.get("status") == "error":
         return True
-    value = result.result
-    return isinstance(value, dict) and bool(value.get("isError") or value.get("is_error")
-                                           or (value.get("error") and len(value) <= 3))
+    return isinstance(result, dict) and bool(result.get("isError") or result.get("is_error")
+                                            or (result.get("error") and len(result) <= 3))
 
 
 # -- media ------------------------------------------------------------------------------

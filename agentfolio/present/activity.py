@@ -1,7 +1,8 @@
 """What a history did, counted: tokens, latency, tool calls, failures, who spoke.
 
 The sessions list, the per-agent charts and a session's own summary all show these
-figures; they are worked out here once, from the canonical model, so every place agrees.
+figures; they are worked out here once, from each entry's durable-state JSON (what the
+store keeps, and what every record was read from or writes), so every place agrees.
 The store keeps each entry's :class:`EntryFacts` beside it when the entry is written, so
 a list of sessions or a chart over many of them never reads a history again.
 """
@@ -9,13 +10,22 @@ a list of sessions or a chart over many of them never reads a history again.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentfolio._time import parse_epoch
-from agentfolio.model import ErrorContent, FunctionCallContent, FunctionResultContent, Session, TextContent
-from agentfolio.model.analysis import call_failed
-from agentfolio.present.rules import ToolPairs, entry_usage, one_line, token_totals, total_tokens
+from agentfolio.model import ENTRY_KINDS, ErrorContent, FunctionCallContent, FunctionResultContent, Session
+from agentfolio.model.analysis import call_failed, result_failed
+from agentfolio.present.rules import (
+    ANSWER_KINDS,
+    ToolPairs,
+    entry_json,
+    entry_usage_counts,
+    one_line,
+    outcome_tokens,
+    usage_total,
+)
 
 __all__ = [
     "FIRST_TEXT_CHARS",
@@ -31,6 +41,7 @@ __all__ = [
     "activity_over_time",
     "entry_facts",
     "entry_shows",
+    "history_facts",
     "message_shows",
     "percentile",
     "response_latencies",
@@ -42,10 +53,6 @@ __all__ = [
 
 #: How much of a session's first user message the sessions list keeps.
 FIRST_TEXT_CHARS = 200
-#: Entry kinds that answer a request: their latency runs from the latest request before them.
-ANSWER_KINDS = frozenset({"response", "errorResponse"})
-#: Entry kinds whose usage counts towards a session's tokens.
-USAGE_KINDS = ANSWER_KINDS
 
 
 @dataclass(slots=True)
@@ -75,35 +82,57 @@ class EntryFacts:
 
 
 def entry_facts(entry: object) -> EntryFacts:
-    """The facts of one entry of a session (any kind; an unknown one counts only its kind)."""
-    kind = getattr(entry, "kind", "?")
-    facts = EntryFacts(kind=kind if isinstance(kind, str) else "?", at=parse_epoch(getattr(entry, "created_at", None)))
-    if facts.kind in USAGE_KINDS:
-        usage = entry_usage(entry)
-        if usage is not None:
-            facts.has_usage = True
-            facts.input_tokens = usage.input_token_count
-            facts.output_tokens = usage.output_token_count
-            facts.total_tokens = total_tokens(usage)
+    """The facts of one entry of a session (any kind; an unknown one counts only its kind).
+
+    Counted from the entry's durable-state JSON (a record: the JSON it was read from, or
+    else writes; see ``rules.entry_json``), so an entry stored whole, appended, or held in
+    memory counts the same, and storing a file never builds its records.  A kind or a
+    content this release does not know counts for nothing, as the records keep it whole
+    without reading it.
+    """
+    value = entry if type(entry) is dict else entry_json(entry)
+    if not isinstance(value, dict):
+        return EntryFacts(kind="?")
+    # Counted into locals and built once: this runs for every entry of every file stored.
+    kind = value.get("$type")
+    if not isinstance(kind, str):
+        kind = "?"
+    at = parse_epoch(value.get("createdAt"))
+    if kind not in ENTRY_KINDS:
+        return EntryFacts(kind, at)
+    usage = entry_usage_counts(value) if kind in ANSWER_KINDS else None
     roles: list[str] = []
-    for message in getattr(entry, "items", ()):
-        role = message.role or "?"
+    tool_calls = failed_tools = errors = 0
+    first_user_text = None
+    messages = value.get("messages")
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        if not isinstance(role, str) or not role:
+            role = "?"
         if role not in roles:
             roles.append(role)
-        for content in message.items:
-            if isinstance(content, FunctionCallContent):
-                facts.tool_calls += 1
-            elif isinstance(content, FunctionResultContent):
-                facts.failed_tools += call_failed(content)
-            elif isinstance(content, ErrorContent):
-                facts.errors += 1
-            elif (facts.first_user_text is None and role == "user" and isinstance(content, TextContent)
-                  and (content.text or "").strip()):
-                facts.first_user_text = one_line(content.text, FIRST_TEXT_CHARS).replace("\x00", "\ufffd")
-    if facts.kind == "errorResponse" and not facts.errors:
-        facts.errors = 1  # a failed turn is one error even when it carries no error content
-    facts.roles = tuple(roles)
-    return facts
+        contents = message.get("contents")
+        for content in contents if isinstance(contents, list) else ():
+            tag = content.get("$type") if isinstance(content, dict) else None
+            if tag == "functionCall":
+                tool_calls += 1
+            elif tag == "functionResult":
+                failed_tools += result_failed(content, content.get("result"))
+            elif tag == "error":
+                errors += 1
+            elif tag == "text" and first_user_text is None and role == "user":
+                text = content.get("text")
+                if isinstance(text, str) and text.strip():
+                    first_user_text = one_line(text, FIRST_TEXT_CHARS).replace("\x00", "\ufffd")
+    if kind == "errorResponse" and not errors:
+        errors = 1  # a failed turn is one error even when it carries no error content
+    if usage is None:
+        return EntryFacts(kind, at, None, None, None, False, tool_calls, failed_tools, errors, tuple(roles),
+                          first_user_text)
+    return EntryFacts(kind, at, usage[0], usage[1], usage_total(usage), True, tool_calls, failed_tools, errors,
+                      tuple(roles), first_user_text)
 
 
 def response_latencies(facts: Iterable[EntryFacts], last_request_at: float | None = None) -> list[float | None]:
@@ -218,16 +247,26 @@ class SessionFacts(Counts):
 
 def session_facts(session: Session) -> tuple[SessionFacts, list[EntryFacts], list[float | None]]:
     """The session counted, each entry's facts and each entry's latency (None where none)."""
-    per_entry = [entry_facts(entry) for entry in session.entries]
+    return history_facts([entry_json(entry) for entry in session.entries],
+                         session.data.extra if session.data is not None else {})
+
+
+def history_facts(history: Sequence[Any], data: Mapping[str, Any]) -> tuple[SessionFacts, list[EntryFacts],
+                                                                           list[float | None]]:
+    """A history (its entries' JSON) counted, each entry's facts and each entry's latency;
+    ``data`` is the state's data object, whose outcomes of requests count towards tokens."""
+    per_entry = [entry_facts(entry) for entry in history]
     latencies = response_latencies(per_entry)
     total = SessionFacts()
     for facts, latency in zip(per_entry, latencies, strict=True):
         total.count(facts, latency)
-    # Tokens as the session's own totals count them (outcomes of requests not answered in
-    # the history included).
-    tokens = token_totals(session)
-    total.input_tokens, total.output_tokens, total.total_tokens = tokens.input, tokens.output, tokens.total
-    total.usage_responses = tokens.responses
+    # Tokens as the session's own totals count them (``rules.history_tokens``): the
+    # answers' usage, just summed, and the outcomes of requests not answered in the history.
+    outcomes = outcome_tokens(history, data)
+    total.input_tokens += outcomes.input
+    total.output_tokens += outcomes.output
+    total.total_tokens += outcomes.total
+    total.usage_responses += outcomes.responses
     return total, per_entry, latencies
 
 

@@ -63,9 +63,11 @@ class SessionIndex:
 
     def __init__(self, entries: Sequence[Any], text_limit: int = DEFAULT_SEARCH_TEXT_LIMIT) -> None:
         from agentfolio.present.activity import entry_facts
+        from agentfolio.present.rules import entry_json
 
-        self.texts = [entry_text(_entry_json(entry), text_limit) for entry in entries]
-        self.facts = [entry_facts(entry) for entry in entries]
+        values = [entry_json(entry) for entry in entries]
+        self.texts = [entry_text(value, text_limit) for value in values]
+        self.facts = [entry_facts(value) for value in values]
 
     def positions(self, *, text: str | None = None, show: str | None = None, start: int = 0,
                   limit: int = 10_000) -> list[int]:
@@ -84,10 +86,3 @@ class SessionIndex:
                 break
         return found
 
-
-def _entry_json(entry: Any) -> Any:
-    """The JSON an entry was read from (or, for one built otherwise, its JSON value)."""
-    source = getattr(entry, "source", None)
-    if source is not None:
-        return source
-    return entry.to_json_value() if hasattr(entry, "to_json_value") else entry

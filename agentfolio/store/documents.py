@@ -13,7 +13,6 @@ import hashlib
 import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from agentfolio import _json
@@ -22,6 +21,9 @@ from agentfolio.present.search import entry_text
 BLOB_KEY = "$agentfolio:blob"
 # MessageBody parts: their payloads go to the blob store whatever their size.
 ALWAYS_BLOB_KINDS = frozenset({"part"})
+# The bytes each such kind's name makes in an entry's JSON: an entry whose JSON has none
+# of them holds none of those contents.
+_ALWAYS_BLOB_MARKS = tuple(_json.dumps(kind) for kind in sorted(ALWAYS_BLOB_KINDS))
 
 
 def split_document(document: dict[str, Any]) -> tuple[bytes, int | None, list[Any]]:
@@ -35,6 +37,16 @@ def split_document(document: dict[str, Any]) -> tuple[bytes, int | None, list[An
         at = head.index(cut)
         return head[:at] + head[at + len(cut):], at, data["conversationHistory"]
     return _json.dumps(document), None, []
+
+
+def history_and_data(document: Any) -> tuple[list[Any], dict[str, Any]]:
+    """A durable state's history (the entries :func:`split_document` cuts out) and its
+    data object (empty when it has none)."""
+    data = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(data, dict):
+        return [], {}
+    history = data.get("conversationHistory")
+    return (history if isinstance(history, list) else []), data
 
 
 def assemble(head: bytes, history_at: int | None, entries: Iterable[bytes]) -> bytes:
@@ -71,13 +83,18 @@ class PackedEntry:
         return _json.dumps([ref for ref, _, _ in self.blobs]).decode() if self.blobs else None
 
 
-def pack_entry(entry: Any, *, blob_threshold: int, text_limit: int) -> PackedEntry:
+def pack_entry(entry: Any, *, blob_threshold: int, text_limit: int, created_at: float | None) -> PackedEntry:
+    """An entry cut into its row: its JSON (contents moved to blobs when large), kind,
+    search text, and ``created_at``, its own time as its facts read it
+    (``present.activity.entry_facts``)."""
     body = _json.dumps(entry)
     kind = entry.get("$type") if isinstance(entry, dict) else None
-    created = parse_time(entry.get("createdAt")) if isinstance(entry, dict) else None
-    packed = PackedEntry(body=body, kind=kind if isinstance(kind, str) else None, created_at=created,
+    packed = PackedEntry(body=body, kind=kind if isinstance(kind, str) else None, created_at=created_at,
                          text=entry_text(entry, text_limit))
-    if isinstance(entry, dict) and (len(body) > blob_threshold or _has_always_blob(entry)):
+    # Only an entry naming an always-blob kind somewhere can hold one: most are not walked.
+    if isinstance(entry, dict) and (len(body) > blob_threshold
+                                    or (any(mark in body for mark in _ALWAYS_BLOB_MARKS)
+                                        and _has_always_blob(entry))):
         _move_blobs(entry, packed, blob_threshold)
     return packed
 
@@ -125,18 +142,6 @@ def unpack_body(body: bytes, refs: str | None, fetch: Callable[[str], bytes]) ->
         stub = _json.dumps({BLOB_KEY: ref})
         body = body.replace(stub, fetch(ref.split("#", 1)[0]), 1)
     return body
-
-
-def parse_time(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.strip())
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
 
 
 def _list(value: Any) -> list[Any]:

@@ -91,12 +91,12 @@ def has_fts(connection: Connection) -> bool:
     return bool(known)
 
 
-def index_entries(connection: Connection, rows: Sequence[dict[str, Any]]) -> None:
+def index_entries(connection: Connection, keyed_texts: Sequence[tuple[int, int, str]]) -> None:
     """Add written entries (``session_pk``, ``position``, ``text``) to SQLite's index."""
-    if connection.dialect.name == "sqlite" and rows and has_fts(connection):
+    if connection.dialect.name == "sqlite" and keyed_texts and has_fts(connection):
         connection.exec_driver_sql(
             f"INSERT INTO {FTS_TABLE}(rowid, text) VALUES (?, ?)",
-            [(fts_rowid(row["session_pk"], row["position"]), row["text"]) for row in rows])
+            [((session_pk << POSITION_BITS) | position, text) for session_pk, position, text in keyed_texts])
 
 
 def unindex_sessions(connection: Connection, session_pks: Sequence[int]) -> None:

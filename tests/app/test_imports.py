@@ -137,3 +137,42 @@ def test_a_long_history_of_hard_text_comes_back_exactly(folio: Agentfolio, tmp_p
     assert folio.sessions.read_bytes(account, outcome.session_id)[1] == data
     assert folio.sessions.find_positions(account, outcome.session_id, text="back\\slash \ufffd nul") == \
         list(range(200))
+
+
+def test_a_copy_of_a_file_the_batch_before_is_still_writing_is_skipped(folio: Agentfolio, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # The writer stores a batch while the next one is prepared: a copy in the next batch of
+    # a file of that batch (not committed yet, so not found stored) is that file's session.
+    written = write_states(tmp_path / "in", FIRST_BATCH_FILES)
+    copy = tmp_path / "in" / f"state-{FIRST_BATCH_FILES - 1:03d}z.json"  # the first file of the second batch
+    copy.write_bytes(written[tmp_path / "in" / "state-000.json"])
+    alone: list[str] = []
+    store_alone = imports_module._store_alone
+    monkeypatch.setattr(imports_module, "_store_alone",
+                        lambda *args: alone.append(args[-1].session_id) or store_alone(*args))
+    account = folio.accounts.ensure("acme")
+    outcomes = {outcome.path.name: outcome for outcome in import_files(folio, account, [tmp_path / "in"])}
+    assert outcomes[copy.name].status == "skipped"
+    assert outcomes[copy.name].session_id == outcomes["state-000.json"].session_id is not None
+    assert alone == []  # known as a copy, not found out by a refused insert
+    assert stored_sources(folio, "acme") == sorted(written.values())
+
+
+def test_a_file_of_another_format_is_stored_as_its_conversion(folio: Agentfolio) -> None:
+    from agentfolio.formats.convert import convert
+    from agentfolio.formats.jsonio import load_json_file
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    names = ("openai/chat-request.json", "anthropic/gallery.json", "gemini/gallery.json", "langchain/gallery.json",
+             "envelope/gallery.json", "openai_responses/gallery.json", "a2a/gallery.json")
+    account = folio.accounts.ensure("acme")
+    outcomes = import_files(folio, account, [fixtures / name for name in names])
+    assert [outcome.status for outcome in outcomes] == ["stored"] * len(names)
+    assert len({outcome.format for outcome in outcomes}) == len(names)
+    for outcome in outcomes:
+        assert outcome.session_id is not None and outcome.format is not None
+        converted = convert(load_json_file(outcome.path), to="durable-state", from_=outcome.format,
+                            strict_read=False).result
+        assert orjson.loads(folio.sessions.read_bytes(account, outcome.session_id)[1]) == converted
+        info = folio.sessions.info(account, outcome.session_id)
+        assert info.entry_count == len(converted["data"]["conversationHistory"])

@@ -5,13 +5,22 @@ counted once for sessions written before the facts were kept."""
 from __future__ import annotations
 
 import random
+import uuid
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
+from agentfolio import _json
+from agentfolio.formats import durable_state
+from agentfolio.present.search import entry_text
 from agentfolio.store import Store
+from agentfolio.store.search import query_words
 from agentfolio.store.tables import entries as entries_table
 from agentfolio.store.tables import sessions as sessions_table
+from tests.strategies import counted_states
 
 
 def request(number: int, at: str, text: str | None = None) -> dict:
@@ -254,3 +263,44 @@ def test_finding_and_activity_stay_in_their_account(store: Store) -> None:
         store.sessions.of(store.accounts.ensure("carol")).find_positions("same", text="question")
     assert store.sessions.of(alice).agents() == [("Atlas", 1)]
     assert len(store.sessions.of(alice).activity()) == 3 and len(store.sessions.of(bob).activity()) == 5
+
+
+_SESSION_FACTS = ("schema_version", "head", "history_at", "entry_count", "first_activity_at", "last_activity_at",
+                  "first_user_text", "input_tokens", "output_tokens", "total_tokens", "usage_responses", "tool_calls",
+                  "failed_tools", "errors", "last_request_at", "facts_version")
+
+
+def stored_rows(store: Store, account: Any, session_id: str) -> tuple[Any, list[Any], bytes]:
+    """A session's row (what it counted), its entries' rows, and its document."""
+    with store.engine.connect() as connection:
+        row = connection.execute(sa.select(sessions_table.c.pk, *(sessions_table.c[name] for name in _SESSION_FACTS))
+                                 .where(sessions_table.c.id == session_id,
+                                        sessions_table.c.account_pk == account.pk)).one()
+        rows = connection.execute(sa.select(*(column for column in entries_table.c if column.name != "session_pk"))
+                                  .where(entries_table.c.session_pk == row.pk)
+                                  .order_by(entries_table.c.position)).all()
+    return tuple(row)[1:], [tuple(entry) for entry in rows], store.sessions.of(account).get_bytes(session_id)[1]
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(document=counted_states(outcomes=False), together=st.integers(1, 3))
+def test_any_valid_history_stored_whole_or_appended_makes_the_same_rows(store: Store, document: dict,
+                                                                        together: int) -> None:
+    # An import stores a history whole; a client appends it an entry (or a few) at a time.
+    # Both count from the same JSON, so the rows they leave, and what a search reads, agree.
+    assume(not durable_state.validate(document)[1])
+    account = store.accounts.ensure("alice")
+    whole, appended = f"w{uuid.uuid4().hex}", f"a{uuid.uuid4().hex}"
+    sessions = store.sessions.of(account)
+    sessions.create_prepared([sessions.prepare(document, session_id=whole)])
+    history = document["data"]["conversationHistory"]
+    sessions.create({**document, "data": {**document["data"], "conversationHistory": []}}, session_id=appended)
+    for start in range(0, len(history), together):
+        sessions.append_many(appended, history[start:start + together], expected_version=None, strict=False)
+    assert stored_rows(store, account, appended) == stored_rows(store, account, whole)
+    assert stored_rows(store, account, whole)[2] == _json.dumps(document)
+    for entry in history:  # both indexed alike: a search finds both or neither
+        for word in query_words(entry_text(entry, 200))[:2]:
+            found = {info.id for info in sessions.list(text=word, limit=1000)} & {whole, appended}
+            assert len(found) != 1, word
