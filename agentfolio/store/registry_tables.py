@@ -228,6 +228,8 @@ otel_trace_epochs = sa.Table(
     sa.Column("trace_id", sa.String(32), primary_key=True),
     sa.Column("epoch_ms", sa.BigInteger, nullable=False),
     sa.Column("legacy_ids", sa.Boolean, nullable=False),
+    # Retention: the traces first seen before its window.
+    sa.Index("ix_otel_trace_epochs_epoch", "epoch_ms"),
 )
 
 # Where each conversation built from OTel spans stands (the conversation state of
