@@ -22,7 +22,7 @@ from agentfolio.app import registry as app
 from agentfolio.otel.mapping import map_spans
 from agentfolio.registry import ids
 from agentfolio.store import Store, span_partitions
-from agentfolio.store.engine import alembic_config, read_transaction, write_transaction
+from agentfolio.store.engine import WRITE, alembic_config, read_transaction, write_transaction
 from agentfolio.store.otel_epochs import TraceEpochs
 from agentfolio.store.otel_spans import OtelSpans
 from agentfolio.store.registry_tables import (
@@ -132,6 +132,7 @@ from pathlib import Path
 from agentfolio.settings import Settings
 from agentfolio.store import Store
 with Store.open(Settings(data_dir=Path(sys.argv[1]), database_url=sys.argv[2]), run_migrations=False) as store:
+    print("ready", flush=True)
     removed = store.spans_by_time.expire(int(sys.argv[3]), int(sys.argv[4]))
 print(json.dumps(None if removed is None else removed.spans))
 """
@@ -141,8 +142,19 @@ def test_two_processes_at_once_remove_each_span_once(store: Store, monkeypatch: 
                                                       tmp_path: Any) -> None:
     stored = Stored(store, monkeypatch)
     url = store.settings.effective_database_url
-    runs = [subprocess.Popen([sys.executable, "-c", _RUN, str(tmp_path / f"p{number}"), url, str(LATER_MS),
-                              str(DAYS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE) for number in range(2)]
+    # Both start while this test holds the epochs (PostgreSQL) or the write lock (SQLite),
+    # so both are under way when it lets go.
+    with store.engine.connect() as holding:
+        holding.execution_options(**{WRITE: True})
+        transaction = holding.begin()
+        if holding.dialect.name == "postgresql":
+            holding.exec_driver_sql("LOCK TABLE otel_trace_epochs IN SHARE MODE")
+        runs = [subprocess.Popen([sys.executable, "-c", _RUN, str(tmp_path / f"p{number}"), url, str(LATER_MS),
+                                  str(DAYS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE) for number in range(2)]
+        for run in runs:
+            assert run.stdout is not None and run.stdout.readline().strip() == b"ready"
+        time.sleep(2)
+        transaction.rollback()
     answers = []
     for run in runs:
         out, err = run.communicate(timeout=300)
