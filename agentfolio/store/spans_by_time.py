@@ -40,6 +40,7 @@ from agentfolio.store.engine import write_transaction
 from agentfolio.store.registry.trace_stats import recompute
 from agentfolio.store.registry_tables import otel_trace_epochs as t_epochs
 from agentfolio.store.registry_tables import otel_work_spans as t_waiting
+from agentfolio.store.registry_tables import registry_agents as t_agents
 from agentfolio.store.registry_tables import registry_instances as t_instances
 from agentfolio.store.registry_tables import registry_spans as t_spans
 from agentfolio.store.span_partitions import DAY_MS, bound
@@ -132,8 +133,12 @@ class SpansByTime:
                 by_account[account_pk].append(trace_id)
             instance_ids: list[str] = []
             for account_pk, trace_ids in by_account.items():
-                instance_ids += connection.execute(sa.select(t_instances.c.id).where(
-                    t_instances.c.account_pk == account_pk, t_instances.c.external_identifier.in_(trace_ids))).scalars()
+                # Through the account's agents: each agent's (agent, external identifier) index finds its traces.
+                instance_ids += connection.execute(
+                    sa.select(t_instances.c.id).select_from(t_agents)
+                    .join(t_instances, sa.and_(t_instances.c.agent_id == t_agents.c.id,
+                                               t_instances.c.external_identifier.in_(trace_ids)))
+                    .where(t_agents.c.account_pk == account_pk)).scalars()
             rows = _spans_where(connection, t_spans, t_spans.c.instance_id.in_(instance_ids)) if instance_ids else []
             removed.traces += _remove(connection, t_spans, rows, instance_ids)
             removed.spans += len(rows)
