@@ -49,6 +49,15 @@ Every setting has a default that needs no set-up:
     ``idempotency_key``) is remembered: within it a replay answers again and the same key
     with another body is refused (409); after it the key is free and a request carrying
     it runs as new.  ``0`` remembers keys forever.  Default 86400 (one day).
+``AGENTFOLIO_SPAN_RETENTION_DAYS``
+    Days registry spans are kept, counted from the time in their id (when the span was
+    created; for OTLP spans, when their trace's first span arrived, so a trace goes
+    whole); older ones are removed by a running server, once an hour.  ``0`` (default)
+    keeps spans forever.
+``AGENTFOLIO_SPAN_PARTITION_DAYS``
+    PostgreSQL only: the time each partition of the spans table covers (default 30).
+    Retention drops whole partitions, so a span may outlive the retention window by up
+    to this long; smaller partitions mean more tables for reads that are not by id.
 ``AGENTFOLIO_COMPAT_TIMEOUT``
     Seconds a MessageBody schema compatibility check may run before it is stopped and
     answered "too complex" (default 10).
@@ -90,6 +99,7 @@ DEFAULT_COMPAT_TIMEOUT = 10
 MIGRATE_CHOICES = ("auto", "off")
 LOG_FORMATS = ("text", "json")
 DEFAULT_IDEMPOTENCY_WINDOW = 24 * 3600
+DEFAULT_SPAN_PARTITION_DAYS = 30
 # Searchable text kept per entry; the entry itself is always kept whole.
 DEFAULT_SEARCH_TEXT_LIMIT = 32 * 1024
 
@@ -129,6 +139,8 @@ class Settings:
     log_format: str = "text"
     metrics_token: str | None = None
     idempotency_window: int = DEFAULT_IDEMPOTENCY_WINDOW
+    span_retention_days: int = 0
+    span_partition_days: int = DEFAULT_SPAN_PARTITION_DAYS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -179,6 +191,8 @@ class Settings:
             log_format=choice("LOG_FORMAT", LOG_FORMATS),
             metrics_token=text("METRICS_TOKEN"),
             idempotency_window=number("IDEMPOTENCY_WINDOW", DEFAULT_IDEMPOTENCY_WINDOW),
+            span_retention_days=number("SPAN_RETENTION_DAYS", 0),
+            span_partition_days=max(1, number("SPAN_PARTITION_DAYS", DEFAULT_SPAN_PARTITION_DAYS)),
         )
         return replace(settings, **overrides) if overrides else settings  # type: ignore[arg-type]
 

@@ -34,6 +34,8 @@ PostgreSQL comes from ``AGENTFOLIO_TEST_POSTGRES_URL`` or ``scripts/ensure-postg
 ``--cpu`` measures instead the CPU time per span in this process (receiving, then the
 conversations), the figure to compare across runs on a machine others are using; with
 ``--stored N`` it measures again once N spans are stored, to show the cost stays flat.
+It runs on SQLite unless ``--backends`` names others; on PostgreSQL the server processes'
+CPU time for the same spans is printed beside it.
 
 Usage: python bench/otlp.py [--spans N] [--batch N] [--senders N] [--flood N] [--backends sqlite,postgresql]
                             [--phoenix-spans N] [--phoenix-python PATH] [--cpu [--stored N]]
@@ -436,18 +438,25 @@ def run_phoenix(python: str, spans: int, batch: int, senders: int) -> dict:
                 process.wait()
 
 
-def cpu_per_span(spans: int, batch: int, stored: int = 0) -> list[dict]:
+def cpu_per_span(spans: int, batch: int, stored: int = 0, backend: str = "sqlite") -> list[dict]:
     """CPU time this process spends per span, in process (no HTTP, one thread): the
-    receiver's work (decode, map, store in SQLite) and then the conversation worker's.
+    receiver's work (decode, map, store) and then the conversation worker's.
     CPU time, unlike the rates above, hardly moves with what else the machine runs.
     With ``stored``, the same again once the database holds that many spans (stored rows
-    copied in SQL, as ``bench/scale.py`` grows a database): whether the cost is flat."""
+    copied in SQL, as ``bench/scale.py`` grows a database): whether the cost is flat.
+    On PostgreSQL the database's own work is in its server processes: their CPU time
+    (``db_cpu_us_per_span``, read from /proc for this run's connections) is added too."""
     from types import SimpleNamespace
 
     from agentfolio.app.otlp import OtlpIngest
 
-    with tempfile.TemporaryDirectory() as folder:
-        settings = Settings(data_dir=Path(folder), database_url=f"sqlite:///{folder}/bench.sqlite3")
+    with tempfile.TemporaryDirectory() as folder, fresh_database(backend) as url:
+        if url is None:
+            return [{"in_process": backend, "skipped": "no PostgreSQL server"}]
+        tag = f"bench_cpu_{os.getpid()}"
+        if backend == "postgresql":
+            url += ("&" if "?" in url else "?") + f"application_name={tag}"
+        settings = Settings(data_dir=Path(folder), database_url=url)
         with Store.open(settings) as store:
             _token, account = store.accounts.create_token("bench")
             ingest = OtlpIngest(store)
@@ -455,33 +464,58 @@ def cpu_per_span(spans: int, batch: int, stored: int = 0) -> list[dict]:
                           encoding="protobuf")
             ingest.drain()
 
+            def database_cpu() -> float:
+                return server_cpu_seconds(store.engine, tag) if backend == "postgresql" else 0.0
+
             def window(seed: int) -> dict:
                 made = make_spans(spans, seed=seed)
                 bodies = [encode_spans(made[i:i + batch]).SerializeToString() for i in range(0, spans, batch)]
                 already = stored_spans(settings)
-                began, wall = time.process_time(), time.perf_counter()
+                began, wall, db_began = time.process_time(), time.perf_counter(), database_cpu()
                 for body in bodies:
                     ingest.export(account, body, encoding="protobuf")
-                received, received_wall = time.process_time(), time.perf_counter()
+                received, received_wall, db_received = time.process_time(), time.perf_counter(), database_cpu()
                 ingest.drain()
                 built = time.process_time()
-                return {"in_process": "sqlite", "stored_before": already, "spans": spans,
-                        "ingest_cpu_us_per_span": round((received - began) * 1e6 / spans),
-                        "ingest_wall_us_per_span": round((received_wall - wall) * 1e6 / spans),
-                        "conversations_cpu_us_per_span": round((built - received) * 1e6 / spans),
-                        "ingest_spans_per_cpu_s": round(spans / (received - began))}
+                figures = {"in_process": backend, "stored_before": already, "spans": spans,
+                           "ingest_cpu_us_per_span": round((received - began) * 1e6 / spans),
+                           "ingest_wall_us_per_span": round((received_wall - wall) * 1e6 / spans),
+                           "conversations_cpu_us_per_span": round((built - received) * 1e6 / spans),
+                           "ingest_spans_per_cpu_s": round(spans / (received - began))}
+                if backend == "postgresql":
+                    figures["db_cpu_us_per_span"] = round((db_received - db_began) * 1e6 / spans)
+                return figures
 
             results = [window(seed=2)]
             if stored:
                 from scale import grow  # the same growth as the scale benchmark's flatness section
 
-                grow(SimpleNamespace(url=settings.effective_database_url, name="sqlite"), stored)
+                grow(SimpleNamespace(url=settings.effective_database_url, name=backend), stored)
                 results.append(window(seed=3))
                 first, last = results
-                last["ingest_cpu_vs_first"] = round(last["ingest_cpu_us_per_span"] / first["ingest_cpu_us_per_span"], 2)
-                last["conversations_cpu_vs_first"] = round(
-                    last["conversations_cpu_us_per_span"] / first["conversations_cpu_us_per_span"], 2)
+                for name in ("ingest_cpu_us_per_span", "conversations_cpu_us_per_span", "db_cpu_us_per_span"):
+                    if name in first:
+                        last[name.replace("_us_per_span", "_vs_first")] = round(last[name] / max(1, first[name]), 2)
     return results
+
+
+def server_cpu_seconds(engine: object, tag: str) -> float:
+    """User + system CPU seconds of the PostgreSQL server processes serving the
+    connections named ``tag`` (on this machine: read from /proc; 0 where it cannot be)."""
+    import sqlalchemy as sa
+
+    with engine.connect() as connection:  # type: ignore[attr-defined]
+        pids = connection.execute(sa.text("SELECT pid FROM pg_stat_activity WHERE application_name = :tag"),
+                                  {"tag": tag}).scalars().all()
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime (fields 14 and 15 of stat)
+    return total
 
 
 def main() -> None:
@@ -490,7 +524,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--senders", type=int, default=4)
     parser.add_argument("--flood", type=int, default=64, help="requests posted at once in the back-pressure check")
-    parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--backends", default=None, help="default: sqlite,postgresql (with --cpu: sqlite)")
     parser.add_argument("--phoenix-spans", type=int, default=2_000,
                         help="spans sent to Arize Phoenix (0: skip it); it makes ~60 spans/s queryable")
     parser.add_argument("--phoenix-python", help="a Python that can import phoenix (default: PHOENIX_PYTHON, this one)")
@@ -499,9 +533,14 @@ def main() -> None:
     parser.add_argument("--stored", type=int, default=0,
                         help="with --cpu: measure again once this many spans are stored (flatness)")
     args = parser.parse_args()
+    args.backends_given = args.backends is not None
+    args.backends = args.backends or "sqlite,postgresql"
     if args.cpu:
-        for result in cpu_per_span(args.spans, args.batch, args.stored):
-            print(result, flush=True)
+        # In process, SQLite unless --backends names others.
+        chosen = args.backends.split(",") if args.backends_given else ["sqlite"]
+        for backend in chosen:
+            for result in cpu_per_span(args.spans, args.batch, args.stored, backend):
+                print({**result, "load": round(os.getloadavg()[0], 1)}, flush=True)
         return
     ours: dict[str, dict] = {}
     for backend in args.backends.split(","):

@@ -157,6 +157,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
     if settings.metrics_token:
         env["AGENTFOLIO_METRICS_TOKEN"] = settings.metrics_token
     env["AGENTFOLIO_IDEMPOTENCY_WINDOW"] = str(settings.idempotency_window)
+    env["AGENTFOLIO_SPAN_RETENTION_DAYS"] = str(settings.span_retention_days)
+    env["AGENTFOLIO_SPAN_PARTITION_DAYS"] = str(settings.span_partition_days)
     if settings.blob_url:
         env["AGENTFOLIO_BLOB_URL"] = settings.blob_url
     if settings.s3_endpoint_url:

@@ -8,6 +8,7 @@ not three times, and a server that stops leaves its jobs to the others.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -15,10 +16,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from agentfolio.app import Agentfolio
 
-__all__ = ["VIEWER_FILES_PERIOD", "Job", "background_jobs", "run_if_due"]
+__all__ = ["SPANS_BY_TIME_PERIOD", "VIEWER_FILES_PERIOD", "Job", "background_jobs", "run_if_due"]
 
 #: Seconds between two rounds forgetting the viewer's opened files past their lifetime.
 VIEWER_FILES_PERIOD = 600.0
+#: Seconds between two rounds of span retention, and of making the spans table's
+#: partitions ahead (PostgreSQL; two periods ahead, so an hour is plenty).
+SPANS_BY_TIME_PERIOD = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +37,8 @@ class Job:
 def background_jobs(folio: Agentfolio) -> list[Job]:
     """The jobs the settings ask for: expiring idle sessions (``AGENTFOLIO_SESSION_TTL``),
     sweeping unreferenced blobs (``AGENTFOLIO_BLOB_SWEEP_INTERVAL``), forgetting old
-    opened files."""
+    opened files, removing old spans (``AGENTFOLIO_SPAN_RETENTION_DAYS``) and, on
+    PostgreSQL, making the spans table's partitions ahead (``AGENTFOLIO_SPAN_PARTITION_DAYS``)."""
     settings = folio.settings
     jobs = []
     if settings.session_ttl > 0:
@@ -56,6 +61,23 @@ def background_jobs(folio: Agentfolio) -> list[Job]:
         return f"forgot {removed} opened file(s) past their lifetime" if removed else None
 
     jobs.append(Job("expire-viewer-files", VIEWER_FILES_PERIOD, expire_viewer_files))
+    spans = folio.store.spans_by_time
+    if folio.store.engine.dialect.name == "postgresql":
+        def make_span_partitions() -> str | None:
+            made = spans.make_partitions(time.time_ns() // 1_000_000, settings.span_partition_days)
+            return f"made span partition(s) {', '.join(made)}" if made else None
+
+        jobs.append(Job("span-partitions", SPANS_BY_TIME_PERIOD, make_span_partitions))
+    if settings.span_retention_days > 0:
+        def expire_spans() -> str | None:
+            removed = spans.expire(time.time_ns() // 1_000_000, settings.span_retention_days)
+            if not removed:
+                return None
+            dropped = f", dropped partition(s) {', '.join(removed.partitions)}" if removed.partitions else ""
+            return (f"span retention: removed {removed.spans} span(s) older than {settings.span_retention_days} "
+                    f"day(s) and {removed.traces} trace(s) left without spans{dropped}")
+
+        jobs.append(Job("span-retention", SPANS_BY_TIME_PERIOD, expire_spans))
     return jobs
 
 

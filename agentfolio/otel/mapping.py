@@ -10,9 +10,9 @@ instance), its span type, its status, and the payload stored for it.
   convention spells them (``chat gpt-4o``, ``execute_tool get_weather``,
   ``invoke_agent Joker``); OpenInference's ``openinference.span.kind`` lower-cased when
   there is no GenAI operation (``llm gpt-4o``, ``tool search``); else the span's name.
-* **Ids**: a registry span id is derived from (account, trace id, span id), so a
-  re-sent span lands on the row it already has, and a child names its parent's row
-  before the parent arrives.
+* **Ids**: a registry span id is derived from (account, trace id, span id) and the
+  moment its trace was first seen, so a re-sent span lands on the row it already has, a
+  child names its parent's row before the parent arrives, and ids sort by time.
 * **Payload**: the whole span (:meth:`OtelSpan.to_json`); nothing dropped.
 """
 
@@ -160,12 +160,19 @@ def session_id_for(span: OtelSpan) -> str:
     return "otel:conv:" + hashlib.sha256(found.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
-def registry_span_id(partition: int, account_key: int, trace_id: str, span_id: str) -> str:
+def registry_span_id(partition: int, account_key: int, trace_id: str, span_id: str,
+                     epoch_ms: int | None = None) -> str:
     """The registry id of an OTel span in one account: the same inputs give the same id,
-    so re-sent spans are recognised and parents are named before they arrive."""
+    so re-sent spans are recognised and parents are named before they arrive.
+
+    ``epoch_ms``, the moment the span's trace was first seen (the same for all its spans),
+    is the id's time part: ids sort by time like every other registry id, so new spans
+    are written at the end of each index instead of all over it.  ``None``: the
+    derivation of traces stored before epochs existed, whose time part comes from the
+    hash (up to year 2248).  The random part is the hash either way."""
     digest = hashlib.sha256(f"{account_key}:{trace_id}:{span_id}".encode()).digest()
     number = int.from_bytes(digest[:16], "big")
-    timestamp = (number >> ids.RANDOM_BITS) % (1 << 43)  # derived, not a clock: below year 2248
+    timestamp = (number >> ids.RANDOM_BITS) % (1 << 43) if epoch_ms is None else epoch_ms
     value = (timestamp << (ids.PARTITION_BITS + ids.RANDOM_BITS)) | (partition << ids.RANDOM_BITS) \
         | (number & ids.MAX_RANDOM)
     # ids.encode's layout (160 bits, 32 base32 digits), through the C base32 encoder.

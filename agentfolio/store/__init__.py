@@ -25,6 +25,7 @@ from agentfolio.store.sessions import (
     Sessions,
     SessionStore,
 )
+from agentfolio.store.spans_by_time import SpansByTime
 from agentfolio.store.tokens import Tokens
 from agentfolio.store.viewer_files import ViewerFiles
 
@@ -42,6 +43,7 @@ class Store:
         self.registry = RegistryStore(engine, idempotency_window=settings.idempotency_window)
         self.viewer_files = ViewerFiles(engine, blobs)
         self.jobs = Jobs(engine)
+        self.spans_by_time = SpansByTime(engine)
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, run_migrations: bool | None = None) -> Store:

@@ -11,8 +11,9 @@ One entry point, :meth:`OtelSpans.write`, stores a decoded request in one transa
   receiving those spans move to it (versions stay immutable);
 * a trace is an instance (external identifier: the trace id); its start is its earliest
   span, and it finishes with its root span;
-* a span's row id is derived from (account, trace id, span id)
-  (:func:`agentfolio.otel.mapping.registry_span_id`): a span already stored is skipped,
+* a span's row id is derived from (account, trace id, span id) and its trace's epoch,
+  the moment the trace was first seen (:func:`agentfolio.otel.mapping.registry_span_id`,
+  :mod:`agentfolio.store.otel_epochs`): a span already stored is skipped,
   so a re-sent batch adds nothing; a child stored before its parent is flagged
   ``parent_found = false`` until the parent arrives, then cleared.
 """
@@ -47,6 +48,7 @@ from agentfolio.registry.spans import (
 from agentfolio.store.accounts import Account
 from agentfolio.store.engine import write_transaction
 from agentfolio.store.errors import StoreUnavailable as StoreUnavailable
+from agentfolio.store.otel_epochs import TraceEpoch, TraceEpochs
 from agentfolio.store.otel_queue import QueueRows
 from agentfolio.store.registry import AccountRecord, RegistryStore, RegistryUnit
 from agentfolio.store.registry.base import Rows
@@ -373,17 +375,22 @@ class _Write:
         self.pk = info.account_pk
         self.stamp = now_us()
         self._ids: dict[tuple[str, str], str] = {}
+        self.epochs: dict[str, TraceEpoch] = {}
         self.created: list[tuple[str, str]] = []
 
     def _id(self, trace_id: str, span_id: str) -> str:
+        """The row id of a span of one of this request's traces (a parent's too: it shares the trace)."""
         key = (trace_id, span_id)
         found = self._ids.get(key)
         if found is None:
-            found = self._ids[key] = registry_span_id(self.info.partition, self.pk, trace_id, span_id)
+            found = self._ids[key] = registry_span_id(self.info.partition, self.pk, trace_id, span_id,
+                                                      self.epochs[trace_id])
         return found
 
     def run(self, spans: list[MappedSpan]) -> WrittenSpans:
         result = WrittenSpans()
+        self.epochs = TraceEpochs(self.rows.conn, self.rows.scope).fix((m.trace_id for m in spans),
+                                                                       self.stamp // 1000)
         fresh: dict[str, MappedSpan] = {}
         for mapped in spans:
             row_id = self._id(mapped.trace_id, mapped.span.span_id)

@@ -213,6 +213,25 @@ sa.Index("ix_registry_spans_parent_missing", registry_spans.c.account_pk, regist
          sqlite_where=registry_spans.c.parent_found == sa.false(),
          postgresql_where=registry_spans.c.parent_found == sa.false())
 
+# When each OTel trace of an account was first seen (milliseconds): the time part of its
+# spans' registry ids (``agentfolio.otel.mapping.registry_span_id``).  The first request
+# naming a trace fixes it (insert-if-absent, then read back, in the spans' transaction),
+# so every request on every server derives the same id for the same span (a re-sent span
+# is recognised, a child names its parent before the parent arrives) while new spans' ids
+# sort by time, and each trace's inserts land together at the right end of every index
+# holding span ids.  ``legacy_ids``: a trace stored before epochs existed, whose span ids
+# keep the time part derived from the hash (its stored spans keep their ids).
+otel_trace_epochs = sa.Table(
+    "otel_trace_epochs", metadata,
+    sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), primary_key=True,
+              autoincrement=False),
+    sa.Column("trace_id", sa.String(32), primary_key=True),
+    sa.Column("epoch_ms", sa.BigInteger, nullable=False),
+    sa.Column("legacy_ids", sa.Boolean, nullable=False),
+    # Retention: the traces first seen before its window.
+    sa.Index("ix_otel_trace_epochs_epoch", "epoch_ms"),
+)
+
 # Where each conversation built from OTel spans stands (the conversation state of
 # ``agentfolio.otel.conversation``), so later spans extend its session instead of
 # building it again: the session version it describes and how many of the session's

@@ -103,3 +103,48 @@ def test_an_otlp_batch_sent_to_two_servers_stores_each_span_once(two_servers: An
     document = settled_session(urls[1], headers["Authorization"].split()[1], "otel:trace:" + "07" * 16, store)
     texts = [m["contents"][0]["text"] for e in document["data"]["conversationHistory"] for m in e["messages"]]
     assert texts == [f"q{i}" for i in range(SPANS)]
+
+
+def _tree_half(trace: bytes, indexes: range) -> bytes:
+    """Spans ``indexes`` of a binary tree (span 0 the root, naming the agent) in ``trace``."""
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    resource_spans.resource.attributes.add(key="service.name").value.string_value = "svc"
+    scope = resource_spans.scope_spans.add()
+    start = 1_750_000_000 * 10**9
+    for index in indexes:
+        span = scope.spans.add(trace_id=trace, span_id=(index + 1).to_bytes(8, "big"), name=f"step {index}",
+                               start_time_unix_nano=start + index, end_time_unix_nano=start + index + 10)
+        if index:
+            span.parent_span_id = ((index - 1) // 2 + 1).to_bytes(8, "big")
+        else:
+            span.attributes.add(key="gen_ai.agent.name").value.string_value = "Planner"
+    return request.SerializeToString()
+
+
+def test_two_servers_taking_halves_of_new_traces_at_once_agree_on_their_ids(two_servers: Any, store: Store) -> None:
+    """Each new trace's first spans reach both servers at the same moment: they fix one
+    epoch between them, so every span's parent, sent to the other server, is found."""
+    import sqlalchemy as sa
+
+    from agentfolio.registry import ids
+    from agentfolio.store.registry_tables import otel_trace_epochs, registry_spans
+
+    urls, headers = two_servers
+    traces = [bytes([number]) * 16 for number in range(1, 9)]
+    for trace in traces:
+        halves = {urls[0]: _tree_half(trace, range(6)), urls[1]: _tree_half(trace, range(6, 12))}
+
+        def send(url: str, halves: dict[str, bytes] = halves) -> httpx.Response:
+            return httpx.post(url + "/v1/traces", content=halves[url], timeout=120,
+                              headers={**headers, "Content-Type": "application/x-protobuf"})
+
+        assert [answer.status_code for answer in _at_once(urls, send)] == [200, 200]
+    with store.engine.connect() as connection:
+        stored = connection.execute(sa.select(registry_spans.c.id, registry_spans.c.parent_found,
+                                              registry_spans.c.instance_id)).all()
+        fixed = dict(connection.execute(sa.select(otel_trace_epochs.c.trace_id, otel_trace_epochs.c.epoch_ms)).all())
+    assert len(stored) == len(traces) * 12 and len(fixed) == len(traces)
+    assert all(row.parent_found is not False for row in stored)
+    assert len({row.instance_id for row in stored}) == len(traces)
+    assert {ids.decode(row.id).timestamp_ms for row in stored} == set(fixed.values())

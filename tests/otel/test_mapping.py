@@ -57,3 +57,12 @@ def test_derived_ids_are_registry_ids_with_the_documented_layout(partition: int,
     number = int.from_bytes(hashlib.sha256(f"{account}:{trace}:{span_id}".encode()).digest()[:16], "big")
     assert made == ids.encode((number >> ids.RANDOM_BITS) % (1 << 43), partition, number & ids.MAX_RANDOM)
     assert ids.decode(made).partition == partition
+
+
+@given(st.integers(0, ids.MAX_PARTITION), st.integers(1, 2**40), st.text(min_size=1, max_size=40),
+       st.text(min_size=1, max_size=20), st.integers(0, ids.MAX_TIMESTAMP))
+def test_ids_of_a_trace_with_an_epoch_carry_it_as_their_time(partition: int, account: int, trace: str, span_id: str,
+                                                             epoch_ms: int) -> None:
+    made = ids.decode(registry_span_id(partition, account, trace, span_id, epoch_ms))
+    old = ids.decode(registry_span_id(partition, account, trace, span_id))
+    assert (made.timestamp_ms, made.partition, made.randomness) == (epoch_ms, partition, old.randomness)

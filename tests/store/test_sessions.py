@@ -273,6 +273,10 @@ def test_migrations_match_the_tables(store: Store) -> None:
         # FTS5 virtual table (and its shadow tables), PostgreSQL's GIN expression index.
         if kind == "table" and name is not None and name.startswith("entries_fts"):
             return False
+        # PostgreSQL's partitions of the spans table (agentfolio.store.span_partitions) are
+        # tables of their own, made and dropped at run time; the partitioned table is compared.
+        if kind == "table" and name is not None and name.startswith("registry_spans_"):
+            return False
         return not (kind == "index" and name == "ix_entries_words")
 
     with store.engine.connect() as connection:

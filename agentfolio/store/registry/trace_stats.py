@@ -12,7 +12,8 @@ The rules are those the database triggers of ``0005_trace_pages`` kept: a span c
 in the trace it is in; the bounds only widen, with every start and end (the finish, else
 the start) a span of the trace has had, so a span moved out of a trace may leave it a
 little wider than its spans.  Deleting spans is always deleting their instance, whose
-stats row goes with it (a foreign key with ``ON DELETE CASCADE``).
+stats row goes with it (a foreign key with ``ON DELETE CASCADE``) — except for retention,
+which removes a trace's oldest spans and computes its stats again (:func:`recompute`).
 
 A row per trace per batch instead of a trigger per row: the triggers made inserting a
 span two to three times dearer.
@@ -31,7 +32,7 @@ from agentfolio.store.registry_tables import registry_spans as t_spans
 from agentfolio.store.registry_tables import registry_trace_stats as t_stats
 from agentfolio.store.scope import AccountScope
 
-__all__ = ["COUNTED", "TraceCounts", "update_spans"]
+__all__ = ["COUNTED", "TraceCounts", "recompute", "update_spans"]
 
 #: The span columns the stats depend on: an update setting none of them changes no stats.
 COUNTED = frozenset({"instance_id", "status", "validation_status", "started_at", "finished_at"})
@@ -160,3 +161,19 @@ def _update_returning_old(connection: Connection, scope: AccountScope, span_ids:
     statement = (scope.update(t_spans).where(t_spans.c.id == old.c.id).values(**changes)
                  .returning(*(old.c[column.name] for column in _OLD)))
     return [dict(row._mapping) for row in connection.execute(statement)]
+
+
+def recompute(connection: Connection, instance_ids: list[str]) -> None:
+    """These traces' stats computed again from the spans they have now (a trace without
+    spans has no stats row); its bounds are then its spans' own."""
+    for start in range(0, len(instance_ids), _CHUNK):
+        chunk = instance_ids[start:start + _CHUNK]
+        connection.execute(sa.delete(t_stats).where(t_stats.c.instance_id.in_(chunk)))
+        connection.execute(sa.insert(t_stats).from_select(
+            ["instance_id", "account_pk", "span_count", "failed_count", "invalid_count", "first_start", "last_end"],
+            sa.select(t_spans.c.instance_id, sa.func.min(t_spans.c.account_pk), sa.func.count(),
+                      sa.func.sum(sa.case((t_spans.c.status == "failed", 1), else_=0)),
+                      sa.func.sum(sa.case((t_spans.c.validation_status == "invalid", 1), else_=0)),
+                      sa.func.min(t_spans.c.started_at),
+                      sa.func.max(sa.func.coalesce(t_spans.c.finished_at, t_spans.c.started_at)))
+            .where(t_spans.c.instance_id.in_(chunk)).group_by(t_spans.c.instance_id)))
