@@ -64,6 +64,7 @@ from opentelemetry.sdk.resources import Resource  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope  # noqa: E402
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags  # noqa: E402
+from spans import cpu_seconds  # noqa: E402  (the bulk benchmark's reading of /proc)
 
 from agentfolio.settings import Settings  # noqa: E402
 from agentfolio.store import Store  # noqa: E402
@@ -253,6 +254,7 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
 
             watcher = threading.Thread(target=watch, daemon=True)
             watcher.start()
+            cpu_began = cpu_seconds(server.process.pid)
             began = time.perf_counter()
             threads = [threading.Thread(target=send) for _ in range(senders)]
             for thread in threads:
@@ -260,9 +262,11 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
             for thread in threads:
                 thread.join()
             elapsed = time.perf_counter() - began
+            cpu_answered = cpu_seconds(server.process.pid)
             # The conversations follow the answers, from the queue in the database: how long
             # after the last answer the last of them is stored.
             lag = conversations_lag(settings, began + elapsed)
+            cpu_done = cpu_seconds(server.process.pid)
             total = sum(count for _, count in done_at)
             rates = []
             tenth = max(1, -(-len(done_at) // 10))  # ten windows (fewer when there are fewer requests)
@@ -304,6 +308,11 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
                     "failures": len(failures), "rss_mib": round(steady_rss / 1024),
                     "conversations_done_after_s": round(lag, 2),
                     "spans_per_s_with_conversations": round(total / (elapsed + lag)),
+                    # The server's CPU time per span until the last answer (receiving, and the
+                    # conversation worker's share meanwhile), then until the queue is empty.
+                    **({"server_cpu_us_per_span_answered": round((cpu_answered - cpu_began) * 1e6 / total),
+                        "server_cpu_us_per_span_with_conversations": round((cpu_done - cpu_began) * 1e6 / total)}
+                       if None not in (cpu_began, cpu_answered, cpu_done) else {}),
                     "flood_requests": len(bodies), "flood_429": answers.count(429), "flood_503": answers.count(503),
                     "flood_ok": answers.count(200), "flood_rss_mib": round(peak[0] / 1024),
                     **({"bytes_per_span": round(on_disk / max(1, stored))} if on_disk else {})}
