@@ -29,6 +29,7 @@ class AdmissionGate:
         self.limit = limit
         self._admitted = 0
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
 
     def admit(self) -> bool:
         """Take a place; ``False`` when all ``limit`` are taken (refuse: retry later).
@@ -42,6 +43,13 @@ class AdmissionGate:
     def release(self) -> None:
         with self._lock:
             self._admitted -= 1
+            if not self._admitted:
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no request holds a place, at most ``timeout`` seconds; whether none does."""
+        with self._lock:
+            return self._idle.wait_for(lambda: not self._admitted, timeout)
 
     @property
     def admitted(self) -> int:

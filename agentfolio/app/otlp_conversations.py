@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentfolio.app.admission import AdmissionGate
 from agentfolio.store import Account, Store
 from agentfolio.store.otel_queue import MAX_ATTEMPTS, Backlog, Claim, ConversationQueue, WaitingSpan
 from agentfolio.store.otel_spans import ConversationReads, ConversationRecord, OtelRows, OtelSpans
@@ -48,6 +49,9 @@ DEFAULT_BATCH = 64
 #: Seconds an idle worker waits before looking at the queue again (work queued by
 #: another process; this process's own requests wake it at once).
 POLL_SECONDS = 1.0
+#: Longest a round waits for this process's receiver to have no request in hand (see
+#: :meth:`ConversationWorker.defer_to`).
+DEFER_SECONDS = 1.0
 
 
 @dataclass(slots=True)
@@ -77,6 +81,8 @@ class ConversationWorker:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._receiver: AdmissionGate | None = None
+        self.defer_seconds = DEFER_SECONDS
 
     # -- how much is left -----------------------------------------------------------------
 
@@ -92,6 +98,18 @@ class ConversationWorker:
     def wake(self) -> None:
         """Work was queued in this process: look now, not at the next poll."""
         self._wake.set()
+
+    def defer_to(self, receiver: AdmissionGate) -> None:
+        """Start each round once ``receiver`` (the gate of this process's span receiver)
+        has no request in hand, or after :attr:`defer_seconds` at the latest.
+
+        A request has a client waiting for its answer; the conversations have nobody
+        waiting until the backlog limit is reached, and building them costs several times
+        what receiving the same spans does.  Run beside a burst, rounds took most of the
+        process's one interpreter lock and the spans became queryable at half the rate; so
+        rounds wait for a pause in the requests, and under requests without pause still run
+        one round per ``defer_seconds`` (the backlog limit bounds what waits meanwhile)."""
+        self._receiver = receiver
 
     def start(self) -> None:
         if self._thread is not None:
@@ -111,6 +129,8 @@ class ConversationWorker:
 
     def _run(self) -> None:
         while not self._stopping.is_set():
+            if self._receiver is not None:
+                self._receiver.wait_idle(self.defer_seconds)
             try:
                 done = self.run_once() if self.queue.claimable() else 0
             except Exception:  # the database is away, say: the work stays queued; look again later
