@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,8 +23,11 @@ def insert_many(connection: Connection, table: sa.Table, rows: list[dict[str, An
     dialect = connection.dialect
     copying = dialect.name == "postgresql" and len(rows) >= COPY_FROM_ROWS
     sql, names = _statement(dialect, table, copying=copying)
+    # One C call per row (a generator per row cost more than its insert); itemgetter of one
+    # name answers the value, not a 1-tuple.
+    getter = itemgetter(*names) if len(names) > 1 else (lambda row: (row[names[0]],))
     try:
-        values = [tuple(row[name] for name in names) for row in rows]
+        values = [getter(row) for row in rows]
     except KeyError as missing:  # a row without a column: refuse like the database would
         raise IntegrityError(sql, None, ValueError(f"column {missing} has no value")) from None
     cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
