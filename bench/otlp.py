@@ -28,7 +28,8 @@ is not a dependency of agentfolio: install it where you like (``pip install
 arize-phoenix``, best in a virtual environment of its own) and name its Python with
 ``--phoenix-python`` or ``PHOENIX_PYTHON`` (default: this Python, if it can import
 ``phoenix``); without it the comparison is skipped with a line saying so.  Bytes per
-span compare the SQLite files (with their write-ahead logs) after the same spans.
+span compare the SQLite files (with their write-ahead logs) after the same spans;
+``bulk_bytes_per_span`` is what the bulk baseline's spans then added to the same file.
 
 PostgreSQL comes from ``AGENTFOLIO_TEST_POSTGRES_URL`` or ``scripts/ensure-postgres.sh``.
 ``--cpu`` measures instead the CPU time per span in this process (receiving, then the
@@ -280,6 +281,8 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
             on_disk = sqlite_bytes(Path(folder) / "bench.sqlite3") if not database_url else None
             steady_rss = peak[0]
             baseline = bulk_baseline(server.url, headers, spans, batch, senders)
+            # What the bulk spans added to the file (their spans, idempotency records, counts).
+            bulk_on_disk = sqlite_bytes(Path(folder) / "bench.sqlite3") - on_disk if on_disk else None
 
             # Flood: many raw posts at once, nobody waiting for anybody.
             flood_spans = make_spans(batch * flood, seed=3)
@@ -315,7 +318,8 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
                        if None not in (cpu_began, cpu_answered, cpu_done) else {}),
                     "flood_requests": len(bodies), "flood_429": answers.count(429), "flood_503": answers.count(503),
                     "flood_ok": answers.count(200), "flood_rss_mib": round(peak[0] / 1024),
-                    **({"bytes_per_span": round(on_disk / max(1, stored))} if on_disk else {})}
+                    **({"bytes_per_span": round(on_disk / max(1, stored)),
+                        "bulk_bytes_per_span": round(bulk_on_disk / spans)} if on_disk and bulk_on_disk else {})}
         finally:
             server.stop()
 
@@ -474,7 +478,9 @@ def cpu_per_span(spans: int, batch: int, stored: int = 0) -> list[dict]:
                 received, received_wall = time.process_time(), time.perf_counter()
                 ingest.drain()
                 built = time.process_time()
+                total = stored_spans(settings)
                 return {"in_process": "sqlite", "stored_before": already, "spans": spans,
+                        "bytes_per_span": round(sqlite_bytes(Path(folder) / "bench.sqlite3") / total),
                         "ingest_cpu_us_per_span": round((received - began) * 1e6 / spans),
                         "ingest_wall_us_per_span": round((received_wall - wall) * 1e6 / spans),
                         "conversations_cpu_us_per_span": round((built - received) * 1e6 / spans),
