@@ -23,7 +23,7 @@ from agentfolio.app.registry import (
     SpanGet,
 )
 from agentfolio.store import Store
-from agentfolio.store.packing import PACK_FROM_BYTES, pack, unpack
+from agentfolio.store.packing import DICTIONARIES, PACK_FROM_BYTES, pack, unpack
 from tests.app.test_otlp import body, chat, texts_of
 
 #: The spans table as the database holds it: no column type between the test and the bytes.
@@ -48,12 +48,31 @@ def test_packing_gives_back_the_json_and_never_grows_it(value: Any) -> None:
     assert packed is not None and len(packed) <= len(raw)
     if len(raw) < PACK_FROM_BYTES:
         assert packed == raw  # small values stay as they are
-    assert unpack(raw) == raw  # a value stored before packing reads as it is
+    assert raw[0] != 0  # JSON never starts with the byte that marks a packed value ...
+    assert unpack(raw) == raw  # ... so a value stored before packing reads as it is
     assert pack(packed) == packed  # packing twice changes nothing
 
 
 def test_none_stays_none() -> None:
     assert pack(None) is None and unpack(None) is None
+
+
+def test_the_dictionaries_never_change() -> None:
+    """Stored values were compressed against these bytes: changed, they would unpack to
+    garbage or not at all.  A better dictionary is a new number beside them."""
+    import hashlib
+
+    assert {number: hashlib.sha256(content).hexdigest() for number, content in DICTIONARIES.items()} == {
+        1: "1a7633688790067776f33845eb19fea1a07c69d6c8d2c734348a5dda6613be80"}
+
+
+def test_a_value_packed_with_a_dictionary_this_version_lacks_is_refused_by_name() -> None:
+    import pytest
+
+    packed = pack(orjson.dumps({"text": PROSE}))
+    assert packed is not None and packed[:2] == b"\x00\x01"
+    with pytest.raises(ValueError, match="dictionary 9"):
+        unpack(b"\x00\x09" + packed[2:])
 
 
 def _raw_payloads(store: Store, account_pk: int) -> dict[str, tuple[bytes, bytes | None]]:
