@@ -95,7 +95,7 @@ def test_writers_of_one_process_take_sqlites_write_lock_in_turn_without_polling_
                 with write_transaction(engine) as connection:
                     connection.exec_driver_sql("INSERT INTO landed VALUES (?, ?)", (writer, n))
                     time.sleep(0.002)  # hold the lock while the others arrive
-        except BaseException as error:  # noqa: BLE001  (reported below, with the writer's error)
+        except BaseException as error:  # reported below, with the writer's own traceback
             failures.append(error)
 
     threads = [threading.Thread(target=write, args=(writer,)) for writer in range(6)]
