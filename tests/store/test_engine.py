@@ -74,8 +74,8 @@ def test_writers_of_one_process_take_sqlites_write_lock_in_turn_without_polling_
     """With SQLite's busy wait switched off, writers in threads of one process that met at
     the file lock would fail at once ("database is locked"); they queue on the process's
     own lock instead, and every write lands."""
-    import threading
     import time
+    from concurrent.futures import ThreadPoolExecutor
 
     from agentfolio.store.engine import write_transaction
 
@@ -87,23 +87,15 @@ def test_writers_of_one_process_take_sqlites_write_lock_in_turn_without_polling_
 
     with write_transaction(engine) as connection:
         connection.exec_driver_sql("CREATE TABLE landed (writer INTEGER, n INTEGER)")
-    failures: list[BaseException] = []
 
     def write(writer: int) -> None:
-        try:
-            for n in range(10):
-                with write_transaction(engine) as connection:
-                    connection.exec_driver_sql("INSERT INTO landed VALUES (?, ?)", (writer, n))
-                    time.sleep(0.002)  # hold the lock while the others arrive
-        except BaseException as error:  # reported below, with the writer's own traceback
-            failures.append(error)
+        for n in range(10):
+            with write_transaction(engine) as connection:
+                connection.exec_driver_sql("INSERT INTO landed VALUES (?, ?)", (writer, n))
+                time.sleep(0.002)  # hold the lock while the others arrive
 
-    threads = [threading.Thread(target=write, args=(writer,)) for writer in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert failures == []
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(write, range(6)))  # a writer's error ("database is locked") is raised here
     with engine.connect() as connection:
         assert connection.exec_driver_sql("SELECT count(*) FROM landed").scalar_one() == 60
     engine.dispose()
