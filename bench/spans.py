@@ -127,6 +127,7 @@ class Server:
                 return
             except httpx.HTTPError:
                 time.sleep(0.1)
+        self.stop()  # not left running behind the error
         raise RuntimeError("server did not start")
 
     def stop(self) -> None:
