@@ -28,7 +28,8 @@ is not a dependency of agentfolio: install it where you like (``pip install
 arize-phoenix``, best in a virtual environment of its own) and name its Python with
 ``--phoenix-python`` or ``PHOENIX_PYTHON`` (default: this Python, if it can import
 ``phoenix``); without it the comparison is skipped with a line saying so.  Bytes per
-span compare the SQLite files (with their write-ahead logs) after the same spans.
+span compare the SQLite files (with their write-ahead logs) after the same spans;
+``bulk_bytes_per_span`` is what the bulk baseline's spans then added to the same file.
 
 PostgreSQL comes from ``AGENTFOLIO_TEST_POSTGRES_URL`` or ``scripts/ensure-postgres.sh``.
 ``--cpu`` measures instead the CPU time per span in this process (receiving, then the
@@ -66,6 +67,7 @@ from opentelemetry.sdk.resources import Resource  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope  # noqa: E402
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags  # noqa: E402
+from spans import cpu_seconds  # noqa: E402  (the bulk benchmark's reading of /proc)
 
 from agentfolio.settings import Settings  # noqa: E402
 from agentfolio.store import Store  # noqa: E402
@@ -255,6 +257,7 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
 
             watcher = threading.Thread(target=watch, daemon=True)
             watcher.start()
+            cpu_began = cpu_seconds(server.process.pid)
             began = time.perf_counter()
             threads = [threading.Thread(target=send) for _ in range(senders)]
             for thread in threads:
@@ -262,9 +265,11 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
             for thread in threads:
                 thread.join()
             elapsed = time.perf_counter() - began
+            cpu_answered = cpu_seconds(server.process.pid)
             # The conversations follow the answers, from the queue in the database: how long
             # after the last answer the last of them is stored.
             lag = conversations_lag(settings, began + elapsed)
+            cpu_done = cpu_seconds(server.process.pid)
             total = sum(count for _, count in done_at)
             rates = []
             tenth = max(1, -(-len(done_at) // 10))  # ten windows (fewer when there are fewer requests)
@@ -278,6 +283,8 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
             on_disk = sqlite_bytes(Path(folder) / "bench.sqlite3") if not database_url else None
             steady_rss = peak[0]
             baseline = bulk_baseline(server.url, headers, spans, batch, senders)
+            # What the bulk spans added to the file (their spans, idempotency records, counts).
+            bulk_on_disk = sqlite_bytes(Path(folder) / "bench.sqlite3") - on_disk if on_disk else None
 
             # Flood: many raw posts at once, nobody waiting for anybody.
             flood_spans = make_spans(batch * flood, seed=3)
@@ -306,9 +313,15 @@ def run_backend(name: str, database_url: str, spans: int, batch: int, senders: i
                     "failures": len(failures), "rss_mib": round(steady_rss / 1024),
                     "conversations_done_after_s": round(lag, 2),
                     "spans_per_s_with_conversations": round(total / (elapsed + lag)),
+                    # The server's CPU time per span until the last answer (receiving, and the
+                    # conversation worker's share meanwhile), then until the queue is empty.
+                    **({"server_cpu_us_per_span_answered": round((cpu_answered - cpu_began) * 1e6 / total),
+                        "server_cpu_us_per_span_with_conversations": round((cpu_done - cpu_began) * 1e6 / total)}
+                       if None not in (cpu_began, cpu_answered, cpu_done) else {}),
                     "flood_requests": len(bodies), "flood_429": answers.count(429), "flood_503": answers.count(503),
                     "flood_ok": answers.count(200), "flood_rss_mib": round(peak[0] / 1024),
-                    **({"bytes_per_span": round(on_disk / max(1, stored))} if on_disk else {})}
+                    **({"bytes_per_span": round(on_disk / max(1, stored)),
+                        "bulk_bytes_per_span": round(bulk_on_disk / spans)} if on_disk and bulk_on_disk else {})}
         finally:
             server.stop()
 
@@ -484,6 +497,9 @@ def cpu_per_span(spans: int, batch: int, stored: int = 0, backend: str = "sqlite
                            "ingest_spans_per_cpu_s": round(spans / (received - began))}
                 if backend == "postgresql":
                     figures["db_cpu_us_per_span"] = round((db_received - db_began) * 1e6 / spans)
+                else:
+                    figures["bytes_per_span"] = round(sqlite_bytes(Path(url.removeprefix("sqlite:///")))
+                                                      / stored_spans(settings))
                 return figures
 
             results = [window(seed=2)]

@@ -118,7 +118,7 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen([sys.executable, "-m", "agentfolio.cli", "serve", "--port", str(self.port)],
                                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a loaded machine imports the server slowly
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(self.process.stderr.read().decode()[-2000:])  # type: ignore[union-attr]
@@ -127,6 +127,7 @@ class Server:
                 return
             except httpx.HTTPError:
                 time.sleep(0.1)
+        self.stop()  # not left running behind the error
         raise RuntimeError("server did not start")
 
     def stop(self) -> None:

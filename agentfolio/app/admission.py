@@ -47,6 +47,7 @@ class AdmissionGate:
         # Each waiter's turn, oldest first; a released place is handed to the first.
         self._waiting: deque[asyncio.Future[None]] = deque()
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
 
     def admit(self) -> bool:
         """Take a free place now; ``False`` when all ``limit`` are taken (refuse: retry
@@ -100,6 +101,8 @@ class AdmissionGate:
             with self._lock:
                 if not self._waiting:
                     self._admitted -= 1
+                    if not self._admitted:
+                        self._idle.notify_all()
                     return
                 turn = self._waiting.popleft()  # the place stays counted: it is now this waiter's
             try:
@@ -107,6 +110,11 @@ class AdmissionGate:
                 return
             except RuntimeError:  # its event loop is closed (the server stopped): the next one
                 continue
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no request holds a place, at most ``timeout`` seconds; whether none does."""
+        with self._lock:
+            return self._idle.wait_for(lambda: not self._admitted, timeout)
 
     @property
     def admitted(self) -> int:

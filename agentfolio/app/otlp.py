@@ -63,6 +63,8 @@ class OtlpIngest:
         self.worker = worker if worker is not None else ConversationWorker(store)
         #: Requests decoded or written at once (past it: 429).
         self.gate = AdmissionGate(queue_size)
+        # The worker's rounds wait for a pause in this receiver's requests (see defer_to).
+        self.worker.defer_to(self.gate)
         self._backlog_seen = (0.0, False)
 
     # -- admission ------------------------------------------------------------------------

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentfolio.app.admission import AdmissionGate
 from agentfolio.store import Account, Store
 from agentfolio.store.otel_queue import MAX_ATTEMPTS, Backlog, Claim, ConversationQueue, WaitingSpan
 from agentfolio.store.otel_spans import ConversationReads, ConversationRecord, OtelRows, OtelSpans
@@ -48,6 +50,12 @@ DEFAULT_BATCH = 64
 #: Seconds an idle worker waits before looking at the queue again (work queued by
 #: another process; this process's own requests wake it at once).
 POLL_SECONDS = 1.0
+#: Longest a round waits for this process's receiver to have no request in hand (see
+#: :meth:`ConversationWorker.defer_to`), at the least ...
+DEFER_SECONDS = 1.0
+#: ... and as a multiple of the round before: under requests without pause, rounds take
+#: about a fifth of the time.
+DEFER_PER_ROUND_SECOND = 4.0
 
 
 @dataclass(slots=True)
@@ -77,6 +85,8 @@ class ConversationWorker:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._receiver: AdmissionGate | None = None
+        self.defer_seconds = DEFER_SECONDS
 
     # -- how much is left -----------------------------------------------------------------
 
@@ -92,6 +102,21 @@ class ConversationWorker:
     def wake(self) -> None:
         """Work was queued in this process: look now, not at the next poll."""
         self._wake.set()
+
+    def defer_to(self, receiver: AdmissionGate) -> None:
+        """Start each round once ``receiver`` (the gate of this process's span receiver)
+        has no request in hand, or at the latest after :attr:`defer_seconds` or
+        :data:`DEFER_PER_ROUND_SECOND` times as long as the round before took, whichever
+        is longer.
+
+        A request has a client waiting for its answer; the conversations have nobody
+        waiting until the backlog limit is reached, and building them costs several times
+        what receiving the same spans does.  Run beside a burst, rounds took much of the
+        process's one interpreter lock and the spans became queryable at a fraction of the
+        rate; so rounds wait for a pause in the requests, and under requests without pause
+        still run, about a fifth of the time (the backlog limit bounds what waits
+        meanwhile: past it the receiver answers 503 and the rounds catch up)."""
+        self._receiver = receiver
 
     def start(self) -> None:
         if self._thread is not None:
@@ -110,15 +135,29 @@ class ConversationWorker:
         thread.join(timeout)
 
     def _run(self) -> None:
+        last_round = 0.0
         while not self._stopping.is_set():
+            self._wait_for_pause(max(self.defer_seconds, DEFER_PER_ROUND_SECOND * last_round))
+            began = time.monotonic()
             try:
                 done = self.run_once() if self.queue.claimable() else 0
             except Exception:  # the database is away, say: the work stays queued; look again later
                 log.exception("bringing OTel conversations up to date failed")
                 done = 0
+            last_round = time.monotonic() - began if done else 0.0
             if not done:
                 self._wake.wait(POLL_SECONDS)
                 self._wake.clear()
+
+    def _wait_for_pause(self, longest: float) -> None:
+        """Wait for the receiver to have no request in hand, at most ``longest`` seconds
+        (looking at :meth:`stop` every quarter second)."""
+        if self._receiver is None:
+            return
+        deadline = time.monotonic() + longest
+        while not self._stopping.is_set() and (left := deadline - time.monotonic()) > 0:
+            if self._receiver.wait_idle(min(left, 0.25)):
+                return
 
     def drain(self) -> int:
         """Run rounds in this thread until no work can be claimed; the sessions done."""

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -29,6 +30,8 @@ WRITE = "agentfolio_write"
 SQLITE_PAGE_SIZE = 8192
 MIGRATION_LOCK_KEY = 7208921501  # pg_advisory_xact_lock key: one process migrates at a time
 _migrate_lock = threading.Lock()
+#: SQLite engine → the lock its writers take before ``BEGIN IMMEDIATE`` (see write_transaction).
+_sqlite_writers: weakref.WeakKeyDictionary[Engine, threading.RLock] = weakref.WeakKeyDictionary()
 log = logging.getLogger("agentfolio.store")
 
 
@@ -43,6 +46,7 @@ def _sqlite_engine(url: str, database: str | None, **kwargs: object) -> Engine:
     if database and database != ":memory:" and not database.startswith("file:"):
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, **kwargs)
+    _sqlite_writers[engine] = threading.RLock()
 
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):  # type: ignore[no-untyped-def]
@@ -69,8 +73,16 @@ def _sqlite_engine(url: str, database: str | None, **kwargs: object) -> Engine:
 
 @contextmanager
 def write_transaction(engine: Engine) -> Iterator[Connection]:
-    """A transaction that will write: on SQLite it holds the write lock from its start."""
-    with engine.connect() as connection:
+    """A transaction that will write: on SQLite it holds the write lock from its start.
+
+    On SQLite the writers of one process first queue on a lock of their own: a writer
+    waiting in ``BEGIN IMMEDIATE`` polls the file lock with sleeps of up to 100 ms
+    (SQLite's busy handler), so under a burst of requests the lock stood free for most of
+    each sleep; the process lock hands it over the moment it is released.  Writers in
+    other processes still meet at the file lock, as before.  (Re-entrant: a thread nesting
+    a second write transaction waits on SQLite's lock, as it always did.)"""
+    lock = _sqlite_writers.get(engine)
+    with lock if lock is not None else nullcontext(), engine.connect() as connection:
         connection.execution_options(**{WRITE: True})
         with connection.begin():
             yield connection

@@ -77,7 +77,8 @@ from agentfolio.store.registry_tables import (
 )
 from agentfolio.store.scope import AccountScope
 
-_CHUNK = 500
+#: Values looked up per statement (each statement binds them as one parameter: see ``among``).
+_CHUNK = 5_000
 _OTEL_VERSION = {"name": "opentelemetry", "external_identifier": None, "description": None,
                  "runtime_environment": None}
 
@@ -195,7 +196,7 @@ class OtelRows(Rows):
         found: set[str] = set()
         for chunk in _chunks(span_ids):
             found.update(self.conn.execute(self.scope.select(t_spans, t_spans.c.id)
-                                           .where(t_spans.c.id.in_(chunk))).scalars())
+                                           .where(self.among(t_spans.c.id, chunk))).scalars())
         return found
 
     def agents_of_spans(self, span_ids: list[str]) -> dict[str, str]:
@@ -204,7 +205,7 @@ class OtelRows(Rows):
         for chunk in _chunks(span_ids):
             found.update(self.conn.execute(self.scope.select(t_spans, t_spans.c.id, t_agents.c.external_identifier)
                                            .join(t_agents, t_spans.c.agent_id == t_agents.c.id)
-                                           .where(t_spans.c.id.in_(chunk))).all())
+                                           .where(self.among(t_spans.c.id, chunk))).all())
         return found
 
     def instances_of_spans(self, span_ids: list[str]) -> dict[str, str]:
@@ -212,7 +213,7 @@ class OtelRows(Rows):
         found: dict[str, str] = {}
         for chunk in _chunks(span_ids):
             found.update(self.conn.execute(self.scope.select(t_spans, t_spans.c.id, t_spans.c.instance_id)
-                                           .where(t_spans.c.id.in_(chunk))).all())
+                                           .where(self.among(t_spans.c.id, chunk))).all())
         return found
 
     def agents_named(self, names: list[str]) -> dict[str, str]:
@@ -220,7 +221,7 @@ class OtelRows(Rows):
         found: dict[str, str] = {}
         for chunk in _chunks(names):
             found.update(self.conn.execute(self.scope.select(t_agents, t_agents.c.external_identifier, t_agents.c.id)
-                                           .where(t_agents.c.external_identifier.in_(chunk))).all())
+                                           .where(self.among(t_agents.c.external_identifier, chunk))).all())
         return found
 
     def insert_agent(self, **values: Any) -> None:
@@ -271,7 +272,7 @@ class OtelRows(Rows):
             found.extend(self.conn.execute(self.scope.select(
                 t_instances, t_instances.c.id, t_instances.c.external_identifier, t_instances.c.schema_version_id,
                 t_instances.c.started_at, t_instances.c.finished_at, t_instances.c.status).where(
-                t_instances.c.agent_id == agent_id, t_instances.c.external_identifier.in_(chunk))))
+                t_instances.c.agent_id == agent_id, self.among(t_instances.c.external_identifier, chunk))))
         return found
 
     def insert_instances(self, rows: list[dict[str, Any]]) -> None:
@@ -294,7 +295,7 @@ class OtelRows(Rows):
                 self.scope.select(t_instances, t_instances.c.id, t_instances.c.external_identifier)
                 .join(t_agents, t_instances.c.agent_id == t_agents.c.id)
                 .where(t_agents.c.external_identifier.in_(services),
-                       t_instances.c.external_identifier.in_(chunk))).all())
+                       self.among(t_instances.c.external_identifier, chunk))).all())
         return found
 
     def span_tree(self, instance_id: str) -> list[tuple[str, str | None, str]]:
@@ -313,7 +314,7 @@ class OtelRows(Rows):
         for chunk in _chunks(parent_ids):
             found.extend(self.conn.execute(self.scope.select(
                 t_spans, t_spans.c.id, t_spans.c.validation, t_spans.c.instance_id, t_spans.c.parent_span_id)
-                .where(t_spans.c.parent_found == sa.false(), t_spans.c.parent_span_id.in_(chunk))))
+                .where(t_spans.c.parent_found == sa.false(), self.among(t_spans.c.parent_span_id, chunk))))
         return found
 
     def update_span(self, span_id: str, **changes: Any) -> None:
@@ -329,7 +330,7 @@ class OtelRows(Rows):
         found: dict[str, int] = {}
         for chunk in _chunks(session_ids):
             found.update(self.conn.execute(self.scope.select(t_spans, t_spans.c.session_id, sa.func.count())
-                                           .where(t_spans.c.session_id.in_(chunk))
+                                           .where(self.among(t_spans.c.session_id, chunk))
                                            .group_by(t_spans.c.session_id)).all())
         return found
 
@@ -339,14 +340,14 @@ class OtelRows(Rows):
             for row in self.conn.execute(self.scope.select(
                     t_conversations, t_conversations.c.session_id, t_conversations.c.state,
                     t_conversations.c.session_version, t_conversations.c.spans)
-                    .where(t_conversations.c.session_id.in_(chunk))):
+                    .where(self.among(t_conversations.c.session_id, chunk))):
                 found[row.session_id] = ConversationRecord(row.state, row.session_version, row.spans)
         return found
 
     def keep_conversations(self, records: dict[str, ConversationRecord]) -> None:
         session_ids = sorted(records)
         for chunk in _chunks(session_ids):
-            self.conn.execute(self.scope.delete(t_conversations).where(t_conversations.c.session_id.in_(chunk)))
+            self.conn.execute(self.scope.delete(t_conversations).where(self.among(t_conversations.c.session_id, chunk)))
         stamp = now_us()
         insert_many(self.conn, t_conversations, self.scope.rows(
             {"session_id": session_id, "state": record.state, "session_version": record.session_version,

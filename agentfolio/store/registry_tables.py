@@ -8,13 +8,16 @@ Defined on the store's one :data:`agentfolio.store.tables.metadata` (migration
   and carry ``account_pk`` so every query is scoped to one account;
 * times are integer microseconds since the Unix epoch (exact on both backends, and
   sortable); they are answered as ``…Z`` strings;
-* JSON documents (payloads, schemas, validation results) are stored as orjson bytes.
+* JSON documents (payloads, schemas, validation results) are stored as orjson bytes;
+  the large ones a span or a conversation carries (``PackedJson``) compressed at rest
+  (``agentfolio.store.packing``).
 """
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 
+from agentfolio.store.packing import PackedJson
 from agentfolio.store.tables import BigKey, metadata
 
 Id = sa.String(32)
@@ -164,8 +167,8 @@ registry_spans = sa.Table(
     sa.Column("parent_found", sa.Boolean, nullable=True),
     sa.Column("schema_name", Name, nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
-    sa.Column("payload", Json, nullable=False),
-    sa.Column("result_payload", Json, nullable=True),
+    sa.Column("payload", PackedJson, nullable=False),
+    sa.Column("result_payload", PackedJson, nullable=True),
     sa.Column("sensitive_encoding", sa.Boolean, nullable=False),
     # valid / invalid / unchecked; the problems (NULL when valid) as JSON.
     sa.Column("validation_status", sa.String(16), nullable=False),
@@ -241,7 +244,7 @@ otel_conversations = sa.Table(
     sa.Column("account_pk", sa.BigInteger, sa.ForeignKey("accounts.pk", ondelete="CASCADE"), primary_key=True,
               autoincrement=False),
     sa.Column("session_id", sa.String(200), primary_key=True),
-    sa.Column("state", Json, nullable=False),
+    sa.Column("state", PackedJson, nullable=False),
     sa.Column("session_version", sa.BigInteger, nullable=False),
     sa.Column("spans", sa.Integer, nullable=False),
     sa.Column("updated_at", Micros, nullable=False),

@@ -1,6 +1,6 @@
 """The admission gate on its own: places never over-given, waiters served first come first
-served, bounded, refused past their deadline, and every place given back whatever the
-order in which requests arrive, finish and give up."""
+served, bounded, refused past their deadline, every place given back whatever the order in
+which requests arrive, finish and give up, and a wait for no request to be in hand."""
 
 from __future__ import annotations
 
@@ -180,3 +180,41 @@ def test_places_are_never_over_given_and_all_come_back(steps: list[str], limit: 
         assert (gate.admitted, gate.waiting) == (0, 0)
 
     run(scenario())
+
+
+def test_places_are_bounded_and_given_back() -> None:
+    gate = AdmissionGate(2)
+    assert gate.admit() and gate.admit()
+    assert not gate.admit() and gate.admitted == 2
+    gate.release()
+    assert gate.admit() and gate.admitted == 2
+
+
+def test_waiting_for_idle_returns_when_the_last_place_is_given_back() -> None:
+    gate = AdmissionGate(4)
+    assert gate.wait_idle(0)  # nobody in: no wait
+    assert gate.admit() and gate.admit()
+    assert not gate.wait_idle(0.01)  # still held: the wait ends at its timeout, saying so
+    answers: list[bool] = []
+    waiter = threading.Thread(target=lambda: answers.append(gate.wait_idle(3600)))
+    waiter.start()
+    gate.release()
+    assert gate.admitted == 1
+    gate.release()
+    waiter.join(60)
+    assert not waiter.is_alive() and answers == [True]
+
+
+def test_a_place_handed_to_a_waiter_keeps_the_gate_busy() -> None:
+    async def scenario() -> bool:
+        gate = AdmissionGate(1, waiters=1, wait_seconds=FOREVER)
+        assert await gate.enter()
+        waiter = asyncio.create_task(gate.enter())
+        await settle()
+        gate.release()  # handed over, not freed: the receiver is not idle
+        idle_now = gate.wait_idle(0)
+        assert await waiter
+        gate.release()
+        return idle_now or not gate.wait_idle(0)
+
+    assert run(scenario()) is False

@@ -178,3 +178,59 @@ def test_many_conversations_in_one_round_each_get_their_own_entries(store: Store
         session_id = "otel:trace:" + f"{conversation + 1:02x}" * 16
         assert texts_of(store, account, session_id) == [f"question{conversation}", f"answer{conversation}"]
         assert store.sessions.of(account).info(session_id).entry_count == 2
+
+
+def _wait_until(condition: Any, patience: float = 60.0) -> None:
+    """Poll ``condition`` until it holds (a hang past ``patience`` seconds fails the test)."""
+    import time
+
+    deadline = time.monotonic() + patience
+    while not condition():
+        assert time.monotonic() < deadline, "gave up waiting"
+        time.sleep(0.02)
+
+
+def test_a_running_worker_waits_for_a_pause_in_the_requests_yet_never_starves(store: Store) -> None:
+    """Rounds wait while the receiver has a request in hand (its client is waiting for the
+    answer), start as soon as it has none, and still run, one per ``defer_seconds``, when
+    requests never pause."""
+    account = store.accounts.ensure("app")
+    ingest = OtlpIngest(store)
+    worker = ingest.worker
+    worker.defer_seconds = 3600.0
+    entered = threading.Event()
+    wait_idle = ingest.gate.wait_idle
+
+    def noting_wait(timeout: float) -> bool:
+        entered.set()
+        return wait_idle(timeout)
+
+    ingest.gate.wait_idle = noting_wait  # type: ignore[method-assign]
+    in_hand_at_rounds: list[int] = []
+    run_once = worker.run_once
+
+    def noting_round() -> int:
+        in_hand_at_rounds.append(ingest.admitted)
+        return run_once()
+
+    worker.run_once = noting_round  # type: ignore[method-assign]
+    assert ingest.admit()  # a request in hand
+    ingest.export(account, turn(0), encoding="protobuf")
+    worker.start()
+    try:
+        assert entered.wait(60)
+        assert worker.pending(account) == 1  # held back: only the request's end lets it go
+        ingest.release()
+        _wait_until(lambda: worker.pending(account) == 0)
+        assert in_hand_at_rounds and set(in_hand_at_rounds) == {0}
+        assert texts_of(store, account, "otel:trace:" + "01" * 16) == ["q0", "a0"]
+
+        worker.defer_seconds = 0.1  # requests without pause from now on
+        assert ingest.admit()
+        ingest.export(account, turn(1), encoding="protobuf")
+        _wait_until(lambda: worker.pending(account) == 0)
+        assert ingest.admitted == 1
+        ingest.release()
+    finally:
+        worker.stop()
+    assert texts_of(store, account, "otel:trace:" + "01" * 16) == ["q0", "a0", "q1", "a1"]

@@ -94,6 +94,26 @@ def test_validation_never_raises_for_any_json(payload, name):
     assert checked.status in {"valid", "invalid", "unchecked"}
 
 
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                    max_leaves=20))
+def test_a_span_type_without_schema_keywords_takes_every_payload_as_the_schema_library_would(payload):
+    """``{}`` schemas (every OTel span type's) are not handed to the library: the answer
+    must still be the library's, for payload and result alike."""
+    library = jsonschemas.compile_schema({})
+    version = CompiledSchemaVersion.from_draft(VERSION)
+    checked = version.validate("free", payload, payload)
+    assert checked.status == ("valid" if library.is_valid(payload) else "invalid")
+    assert checked.problems == ()
+
+
+def test_a_schema_with_any_keyword_is_still_checked():
+    strict = CompiledSchemaVersion.from_draft(normalise_schema_version({"span_type_schemas": [
+        {"name": "typed", "params_schema": {"type": "object"}, "result_schema": {"not": {}}}]}))
+    assert strict.validate("typed", ["not an object"]).status == "invalid"
+    assert strict.validate("typed", {}, {"anything": 1}).problems[0].part == "result_payload"
+
+
 def test_summary_renders_the_span_types_template(version):
     assert version.summary("agent:llm", {"model": "gpt", "prompt": "hi"}, {"response": "yo"}) == "gpt: hi → yo"
     assert version.summary("free", {"a": 1}) is None

@@ -68,3 +68,34 @@ def test_a_new_sqlite_file_gets_the_larger_pages_and_an_existing_one_keeps_its_o
     with Store.open(Settings(data_dir=tmp_path, database_url=f"sqlite:///{older}")) as store:
         store.accounts.ensure("alice")
     assert page_size(older) == 4096
+
+
+def test_writers_of_one_process_take_sqlites_write_lock_in_turn_without_polling_it(tmp_path) -> None:
+    """With SQLite's busy wait switched off, writers in threads of one process that met at
+    the file lock would fail at once ("database is locked"); they queue on the process's
+    own lock instead, and every write lands."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agentfolio.store.engine import write_transaction
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'writers.sqlite3'}")
+
+    @sa.event.listens_for(engine, "connect")
+    def _no_busy_wait(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+        dbapi_connection.execute("PRAGMA busy_timeout=0")
+
+    with write_transaction(engine) as connection:
+        connection.exec_driver_sql("CREATE TABLE landed (writer INTEGER, n INTEGER)")
+
+    def write(writer: int) -> None:
+        for n in range(10):
+            with write_transaction(engine) as connection:
+                connection.exec_driver_sql("INSERT INTO landed VALUES (?, ?)", (writer, n))
+                time.sleep(0.002)  # hold the lock while the others arrive
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(write, range(6)))  # a writer's error ("database is locked") is raised here
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT count(*) FROM landed").scalar_one() == 60
+    engine.dispose()

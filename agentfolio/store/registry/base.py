@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -22,6 +24,18 @@ def eq(column: Any, value: str) -> ColumnElement[bool]:
     return sa.false() if "\x00" in value else column == value
 
 
+def among(dialect: sa.Dialect, column: ColumnElement[Any], values: Sequence[str]) -> ColumnElement[bool]:
+    """``column IN values`` with every value in one bound parameter: a JSON array that
+    ``json_each`` reads on SQLite, an array on PostgreSQL (``= ANY``).  A parameter per
+    value cost more to build and bind than the index lookups themselves (a 512-id ``IN``:
+    about 4 ms of Python beside 1 ms in SQLite), and the statement's text no longer
+    changes with the number of values, so it is compiled once."""
+    if dialect.name == "postgresql":
+        return column == sa.any_(sa.bindparam(None, list(values), type_=postgresql.ARRAY(column.type)))
+    each = sa.func.json_each(sa.bindparam(None, orjson.dumps(list(values)).decode(), type_=sa.String))
+    return column.in_(sa.select(each.table_valued("value").c.value))
+
+
 class Rows:
     """A repository: statements on one table family, for the rows of one account."""
 
@@ -30,6 +44,10 @@ class Rows:
     def __init__(self, conn: Connection, scope: AccountScope) -> None:
         self.conn = conn
         self.scope = scope
+
+    def among(self, column: ColumnElement[Any], values: Sequence[str]) -> ColumnElement[bool]:
+        """``column IN values`` (see :func:`among`)."""
+        return among(self.conn.dialect, column, values)
 
     def _page(self, table: sa.Table, where: Sequence[ColumnElement[bool]], page: PageRequest,
               sortable: Mapping[str, Any]) -> tuple[list[Row[Any]], int]:

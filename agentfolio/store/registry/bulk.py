@@ -1,16 +1,21 @@
 """Inserting many rows of plain values in one round trip straight through the driver:
 ``COPY … FROM STDIN`` on PostgreSQL (one statement for the whole batch), one
-``executemany`` of a prepared statement on SQLite (in-process: no round trips to save)."""
+``executemany`` of a prepared statement on SQLite (in-process: no round trips to save).
+Columns packed at rest (:class:`~agentfolio.store.packing.PackedJson`) are packed here,
+as their column type packs them in statements SQLAlchemy runs."""
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-_INSERT_SQL: dict[tuple[str, str, bool], tuple[str, tuple[str, ...]]] = {}
+from agentfolio.store.packing import PackedJson, pack
+
+_INSERT_SQL: dict[tuple[str, str, bool], tuple[str, tuple[str, ...], tuple[int, ...]]] = {}
 #: Below this many rows a PostgreSQL batch is one pipelined ``executemany``; from it on, ``COPY``.
 COPY_FROM_ROWS = 8
 
@@ -21,11 +26,16 @@ def insert_many(connection: Connection, table: sa.Table, rows: list[dict[str, An
     Each row names every column of ``table``."""
     dialect = connection.dialect
     copying = dialect.name == "postgresql" and len(rows) >= COPY_FROM_ROWS
-    sql, names = _statement(dialect, table, copying=copying)
+    sql, names, packed = _statement(dialect, table, copying=copying)
+    # One C call per row (a generator per row cost more than its insert); itemgetter of one
+    # name answers the value, not a 1-tuple.
+    getter = itemgetter(*names) if len(names) > 1 else (lambda row: (row[names[0]],))
     try:
-        values = [tuple(row[name] for name in names) for row in rows]
+        values = [getter(row) for row in rows]
     except KeyError as missing:  # a row without a column: refuse like the database would
         raise IntegrityError(sql, None, ValueError(f"column {missing} has no value")) from None
+    if packed:
+        values = [_pack(row_values, packed) for row_values in values]
     cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
         if copying:
@@ -41,20 +51,30 @@ def insert_many(connection: Connection, table: sa.Table, rows: list[dict[str, An
         cursor.close()
 
 
-def _statement(dialect: sa.Dialect, table: sa.Table, *, copying: bool) -> tuple[str, tuple[str, ...]]:
-    """The SQL for inserting rows into ``table`` and the column names in its parameter order."""
+def _pack(row_values: tuple[Any, ...], packed: tuple[int, ...]) -> list[Any]:
+    out = list(row_values)
+    for index in packed:
+        out[index] = pack(out[index])
+    return out
+
+
+def _statement(dialect: sa.Dialect, table: sa.Table, *,
+               copying: bool) -> tuple[str, tuple[str, ...], tuple[int, ...]]:
+    """The SQL for inserting rows into ``table``, the column names in its parameter order,
+    and the positions among them of the columns packed at rest."""
     cache_key = (dialect.name, table.name, copying)
     cached = _INSERT_SQL.get(cache_key)
     if cached is None:
         if copying:
             names = tuple(column.name for column in table.columns)
             quoted = ", ".join(dialect.identifier_preparer.quote(name) for name in names)
-            cached = (f"COPY {dialect.identifier_preparer.format_table(table)} ({quoted}) FROM STDIN", names)
+            sql = f"COPY {dialect.identifier_preparer.format_table(table)} ({quoted}) FROM STDIN"
         else:
             compiled = sa.insert(table).values({c.name: sa.bindparam(c.name) for c in table.columns}) \
                 .compile(dialect=dialect)
             names = (tuple(compiled.positiontup) if compiled.positional  # type: ignore[arg-type]
                      else tuple(column.name for column in table.columns))
-            cached = (str(compiled), names)
-        _INSERT_SQL[cache_key] = cached
+            sql = str(compiled)
+        packed = tuple(index for index, name in enumerate(names) if isinstance(table.c[name].type, PackedJson))
+        cached = _INSERT_SQL[cache_key] = (sql, names, packed)
     return cached

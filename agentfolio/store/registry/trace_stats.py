@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
+from agentfolio.store.registry.base import among
 from agentfolio.store.registry_tables import registry_spans as t_spans
 from agentfolio.store.registry_tables import registry_trace_stats as t_stats
 from agentfolio.store.scope import AccountScope
@@ -134,8 +135,8 @@ def update_spans(connection: Connection, scope: AccountScope, span_ids: list[str
     they were before (empty when ``changes`` sets none of them)."""
     if not changes.keys() & COUNTED:
         for start in range(0, len(span_ids), _CHUNK):
-            connection.execute(scope.update(t_spans).where(t_spans.c.id.in_(span_ids[start:start + _CHUNK]))
-                               .values(**changes))
+            chosen = among(connection.dialect, t_spans.c.id, span_ids[start:start + _CHUNK])
+            connection.execute(scope.update(t_spans).where(chosen).values(**changes))
         return []
     before: list[dict[str, Any]] = []
     for start in range(0, len(span_ids), _CHUNK):
@@ -143,9 +144,9 @@ def update_spans(connection: Connection, scope: AccountScope, span_ids: list[str
         if connection.dialect.name == "postgresql":
             before += _update_returning_old(connection, scope, chunk, changes)
         else:  # one writer at a time (BEGIN IMMEDIATE): what this transaction reads stays so
-            old = [dict(row._mapping) for row in connection.execute(
-                scope.select(t_spans, *_OLD).where(t_spans.c.id.in_(chunk)))]
-            connection.execute(scope.update(t_spans).where(t_spans.c.id.in_(chunk)).values(**changes))
+            chosen = among(connection.dialect, t_spans.c.id, chunk)
+            old = [dict(row._mapping) for row in connection.execute(scope.select(t_spans, *_OLD).where(chosen))]
+            connection.execute(scope.update(t_spans).where(chosen).values(**changes))
             before += old
     for row in before:
         counts.remove(row)
@@ -157,7 +158,8 @@ def _update_returning_old(connection: Connection, scope: AccountScope, span_ids:
                           changes: dict[str, Any]) -> list[dict[str, Any]]:
     """One statement: lock the rows (``FOR UPDATE`` waits for a concurrent writer and then
     reads its version), update them, and return the values they had."""
-    old = scope.select(t_spans, *_OLD).where(t_spans.c.id.in_(span_ids)).with_for_update().subquery("old")
+    old = scope.select(t_spans, *_OLD).where(among(connection.dialect, t_spans.c.id, span_ids)) \
+        .with_for_update().subquery("old")
     statement = (scope.update(t_spans).where(t_spans.c.id == old.c.id).values(**changes)
                  .returning(*(old.c[column.name] for column in _OLD)))
     return [dict(row._mapping) for row in connection.execute(statement)]
