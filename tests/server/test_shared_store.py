@@ -35,6 +35,7 @@ import sqlalchemy as sa
 
 from agentfolio.settings import Settings
 from agentfolio.store import Store
+from agentfolio.store.registry_tables import registry_spans
 from tests.otlp_support import settle
 from tests.storage import LiveServer, free_port
 
@@ -174,16 +175,15 @@ def bulk_batch(instance: str, label: str, count: int) -> dict[str, Any]:
 def stored_markers(store: Store) -> Counter[str]:
     """How many stored registry spans carry each bulk marker (read from the database itself)."""
     with store.engine.connect() as connection:
-        payloads = connection.execute(sa.text("SELECT payload FROM registry_spans WHERE schema_name = 'step'"))
-        return Counter(json.loads(bytes(row[0]) if not isinstance(row[0], str) else row[0]).get("marker")
-                       for row in payloads)
+        # Through the table, whose column type reads the payloads back whole (stored compressed).
+        payloads = connection.execute(sa.select(registry_spans.c.payload).where(registry_spans.c.schema_name == "step"))
+        return Counter(json.loads(payload).get("marker") for payload in payloads.scalars())
 
 
 def stored_otlp_spans(store: Store) -> Counter[str]:
     with store.engine.connect() as connection:
-        rows = connection.execute(sa.text("SELECT payload FROM registry_spans WHERE schema_name <> 'step'"))
-        return Counter(json.loads(bytes(row[0]) if not isinstance(row[0], str) else row[0]).get("name")
-                       for row in rows)
+        payloads = connection.execute(sa.select(registry_spans.c.payload).where(registry_spans.c.schema_name != "step"))
+        return Counter(json.loads(payload).get("name") for payload in payloads.scalars())
 
 
 def retrying(cluster: Cluster, first: int, method: str, path: str, attempts: int = 12,
