@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import deque
 
 __all__ = ["RETRY_AFTER_SECONDS", "AdmissionGate"]
@@ -48,6 +49,8 @@ class AdmissionGate:
         self._waiting: deque[asyncio.Future[None]] = deque()
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
+        #: When the last request was released with none left in hand (monotonic seconds).
+        self._idle_since = 0.0
 
     def admit(self) -> bool:
         """Take a free place now; ``False`` when all ``limit`` are taken (refuse: retry
@@ -102,6 +105,7 @@ class AdmissionGate:
                 if not self._waiting:
                     self._admitted -= 1
                     if not self._admitted:
+                        self._idle_since = time.monotonic()
                         self._idle.notify_all()
                     return
                 turn = self._waiting.popleft()  # the place stays counted: it is now this waiter's
@@ -115,6 +119,24 @@ class AdmissionGate:
         """Wait until no request holds a place, at most ``timeout`` seconds; whether none does."""
         with self._lock:
             return self._idle.wait_for(lambda: not self._admitted, timeout)
+
+    def wait_quiet(self, quiet: float, timeout: float) -> bool:
+        """Wait until no request has held a place for ``quiet`` seconds, at most
+        ``timeout`` seconds; whether that came.  (Requests that follow one another closely
+        leave the gate empty for an instant between them: that is no pause.)"""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                left = deadline - time.monotonic()
+                if not self._idle.wait_for(lambda: not self._admitted, max(0.0, left)):
+                    return False
+                still = quiet - (time.monotonic() - self._idle_since)
+                if still <= 0:
+                    return True
+                if still > deadline - time.monotonic():
+                    return False
+                # Released only when a request ends: a request arriving meanwhile is seen after.
+                self._idle.wait(still)
 
     @property
     def admitted(self) -> int:

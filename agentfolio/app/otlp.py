@@ -63,9 +63,9 @@ class OtlpIngest:
         self.worker = worker if worker is not None else ConversationWorker(store)
         #: Requests decoded or written at once (past it: 429).
         self.gate = AdmissionGate(queue_size)
-        # The worker's rounds wait for a pause in this receiver's requests (see defer_to).
-        self.worker.defer_to(self.gate)
-        self._backlog_seen = (0.0, False)
+        # The worker's rounds wait for a pause in this receiver's requests, unless the backlog presses (see defer_to).
+        self.worker.defer_to(self.gate, self.pressing)
+        self._backlog_seen = (0.0, 0)
 
     # -- admission ------------------------------------------------------------------------
 
@@ -83,15 +83,24 @@ class OtlpIngest:
     def saturated(self) -> bool:
         """Whether the queued conversation work has reached the backlog limit (answer 503,
         retry later); read from the database at most every ``backlog_check_seconds``."""
-        seen_at, full = self._backlog_seen
+        return self._backlog_spans() >= self.backlog_limit
+
+    def pressing(self) -> bool:
+        """Whether the queued conversation work has reached half the backlog limit: from
+        there the worker takes turns with a burst of requests instead of waiting for it
+        to pause (see :meth:`ConversationWorker.defer_to`)."""
+        return 2 * self._backlog_spans() >= self.backlog_limit
+
+    def _backlog_spans(self) -> int:
+        seen_at, spans = self._backlog_seen
         now = time.monotonic()
         if now - seen_at >= self.backlog_check_seconds:
             try:
-                full = self.worker.backlog().spans >= self.backlog_limit
+                spans = self.worker.backlog().spans
             except StoreUnavailable:  # the database is away: the write says so (503) in its turn
-                full = False
-            self._backlog_seen = (now, full)
-        return full
+                spans = 0
+            self._backlog_seen = (now, spans)
+        return spans
 
     # -- the use case ---------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,12 +50,18 @@ DEFAULT_BATCH = 64
 #: Seconds an idle worker waits before looking at the queue again (work queued by
 #: another process; this process's own requests wake it at once).
 POLL_SECONDS = 1.0
-#: Longest a round waits for this process's receiver to have no request in hand (see
-#: :meth:`ConversationWorker.defer_to`), at the least ...
+#: Seconds without a request in this process's receiver that make a pause (see
+#: :meth:`ConversationWorker.defer_to`).
+QUIET_SECONDS = 0.05
+#: Once the backlog presses, longest a round waits for a pause, at the least ...
 DEFER_SECONDS = 1.0
-#: ... and as a multiple of the round before: under requests without pause, rounds take
-#: about a fifth of the time.
+#: ... and as a multiple of the round before: under requests without pause, rounds then
+#: take about a fifth of the time.
 DEFER_PER_ROUND_SECOND = 4.0
+
+
+def _always() -> bool:
+    return True
 
 
 @dataclass(slots=True)
@@ -86,7 +92,9 @@ class ConversationWorker:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._receiver: AdmissionGate | None = None
+        self._pressing: Callable[[], bool] = _always
         self.defer_seconds = DEFER_SECONDS
+        self.quiet_seconds = QUIET_SECONDS
 
     # -- how much is left -----------------------------------------------------------------
 
@@ -103,20 +111,23 @@ class ConversationWorker:
         """Work was queued in this process: look now, not at the next poll."""
         self._wake.set()
 
-    def defer_to(self, receiver: AdmissionGate) -> None:
+    def defer_to(self, receiver: AdmissionGate, pressing: Callable[[], bool] = _always) -> None:
         """Start each round once ``receiver`` (the gate of this process's span receiver)
-        has no request in hand, or at the latest after :attr:`defer_seconds` or
-        :data:`DEFER_PER_ROUND_SECOND` times as long as the round before took, whichever
-        is longer.
+        has had no request in hand for :attr:`quiet_seconds`; while ``pressing()`` (the
+        backlog is well on its way to its limit), at the latest after
+        :attr:`defer_seconds` or :data:`DEFER_PER_ROUND_SECOND` times as long as the
+        round before took, whichever is longer.
 
         A request has a client waiting for its answer; the conversations have nobody
-        waiting until the backlog limit is reached, and building them costs several times
-        what receiving the same spans does.  Run beside a burst, rounds took much of the
-        process's one interpreter lock and the spans became queryable at a fraction of the
-        rate; so rounds wait for a pause in the requests, and under requests without pause
-        still run, about a fifth of the time (the backlog limit bounds what waits
-        meanwhile: past it the receiver answers 503 and the rounds catch up)."""
+        waiting, and building them costs several times what receiving the same spans
+        does.  Run beside a burst, rounds took much of the process's one interpreter lock
+        and the spans became queryable at a fraction of the rate; so rounds wait for a
+        pause in the requests, and take nothing from a burst while the backlog is short.
+        Under requests without pause a pressing backlog still gets rounds, about a fifth
+        of the time, and its limit bounds what waits meanwhile: past it the receiver
+        answers 503, the requests pause and the rounds catch up."""
         self._receiver = receiver
+        self._pressing = pressing
 
     def start(self) -> None:
         if self._thread is not None:
@@ -150,13 +161,15 @@ class ConversationWorker:
                 self._wake.clear()
 
     def _wait_for_pause(self, longest: float) -> None:
-        """Wait for the receiver to have no request in hand, at most ``longest`` seconds
-        (looking at :meth:`stop` every quarter second)."""
+        """Wait for a pause in the receiver's requests; once the backlog presses, at most
+        ``longest`` seconds from the start (looking at :meth:`stop` every quarter second)."""
         if self._receiver is None:
             return
         deadline = time.monotonic() + longest
-        while not self._stopping.is_set() and (left := deadline - time.monotonic()) > 0:
-            if self._receiver.wait_idle(min(left, 0.25)):
+        while not self._stopping.is_set():
+            if self._receiver.wait_quiet(self.quiet_seconds, 0.25):
+                return
+            if time.monotonic() >= deadline and self._pressing():
                 return
 
     def drain(self) -> int:

@@ -205,6 +205,25 @@ def test_waiting_for_idle_returns_when_the_last_place_is_given_back() -> None:
     assert not waiter.is_alive() and answers == [True]
 
 
+def test_a_quiet_gate_is_one_that_has_held_no_request_for_the_whole_quiet_time() -> None:
+    gate = AdmissionGate(4)
+    assert gate.wait_quiet(0.05, 0)  # never held one: quiet already
+    assert gate.admit()
+    assert not gate.wait_quiet(0.01, 0.05)  # held all along
+    gate.release()
+    assert not gate.wait_quiet(3600, 0.05)  # just given back: not quiet long enough yet
+    answers: list[bool] = []
+    waiter = threading.Thread(target=lambda: answers.append(gate.wait_quiet(0.3, 3600)))
+    waiter.start()
+    for _ in range(5):  # requests one after the other, never quiet for 0.3 s
+        assert gate.admit()
+        gate.release()
+        waiter.join(0.1)
+        assert waiter.is_alive()
+    waiter.join(60)
+    assert not waiter.is_alive() and answers == [True]
+
+
 def test_a_place_handed_to_a_waiter_keeps_the_gate_busy() -> None:
     async def scenario() -> bool:
         gate = AdmissionGate(1, waiters=1, wait_seconds=FOREVER)

@@ -7,6 +7,7 @@ never hold the same session's work."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -182,8 +183,6 @@ def test_many_conversations_in_one_round_each_get_their_own_entries(store: Store
 
 def _wait_until(condition: Any, patience: float = 60.0) -> None:
     """Poll ``condition`` until it holds (a hang past ``patience`` seconds fails the test)."""
-    import time
-
     deadline = time.monotonic() + patience
     while not condition():
         assert time.monotonic() < deadline, "gave up waiting"
@@ -192,20 +191,22 @@ def _wait_until(condition: Any, patience: float = 60.0) -> None:
 
 def test_a_running_worker_waits_for_a_pause_in_the_requests_yet_never_starves(store: Store) -> None:
     """Rounds wait while the receiver has a request in hand (its client is waiting for the
-    answer), start as soon as it has none, and still run, one per ``defer_seconds``, when
-    requests never pause."""
+    answer), start once it has had none for a moment, take nothing from requests without
+    pause while the backlog is short, and run beside them, one per ``defer_seconds``, once
+    the backlog reaches half its limit."""
     account = store.accounts.ensure("app")
     ingest = OtlpIngest(store)
+    ingest.backlog_check_seconds = 0  # read the depth at every look
     worker = ingest.worker
     worker.defer_seconds = 3600.0
     entered = threading.Event()
-    wait_idle = ingest.gate.wait_idle
+    wait_quiet = ingest.gate.wait_quiet
 
-    def noting_wait(timeout: float) -> bool:
+    def noting_wait(quiet: float, timeout: float) -> bool:
         entered.set()
-        return wait_idle(timeout)
+        return wait_quiet(quiet, timeout)
 
-    ingest.gate.wait_idle = noting_wait  # type: ignore[method-assign]
+    ingest.gate.wait_quiet = noting_wait  # type: ignore[method-assign]
     in_hand_at_rounds: list[int] = []
     run_once = worker.run_once
 
@@ -228,6 +229,9 @@ def test_a_running_worker_waits_for_a_pause_in_the_requests_yet_never_starves(st
         worker.defer_seconds = 0.1  # requests without pause from now on
         assert ingest.admit()
         ingest.export(account, turn(1), encoding="protobuf")
+        time.sleep(1.0)  # ten times defer_seconds: a short backlog still waits for the pause
+        assert worker.pending(account) == 1
+        ingest.backlog_limit = 2 * ingest.worker.backlog().spans  # now it is half the limit
         _wait_until(lambda: worker.pending(account) == 0)
         assert ingest.admitted == 1
         ingest.release()
