@@ -56,9 +56,10 @@ def test_file_commands_import_nothing_heavy(args: list[str]) -> None:
     assert loaded == [], f"`agentfolio {args[0]}` imported {loaded}"
 
 
-def _modules_after(args: list[str]) -> list[str]:
+def _modules_after(args: list[str], env: dict[str, str] | None = None) -> list[str]:
     probe = PROBE.replace("ARGS", repr(json.dumps(args)))
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env=env)
     assert "Usage:" not in done.stderr and "Error" not in done.stderr, done.stderr[:500]
     return json.loads(done.stderr.rsplit("MODULES=", 1)[1])
 
@@ -70,3 +71,27 @@ def test_validate_checks_a_file_without_building_the_model_or_loading_rich() -> 
     loaded = sorted({top for top in ("pydantic", "rich", "agentfolio.model", "agentfolio.formats.losses")
                      for module in modules if module == top or module.startswith(top + ".")})
     assert loaded == []
+
+
+def test_import_stores_a_durable_state_without_the_model_the_registry_or_alembic(tmp_path: Path) -> None:
+    # What every `agentfolio import` pays before its first file: the store's own tables and
+    # the durable state's checks; the records (pydantic), the registry (its templates and
+    # span checks) and Alembic (when the database is already at the newest schema) are
+    # never needed to store a durable state.
+    import os
+
+    from agentfolio.settings import Settings
+    from agentfolio.store import Store
+
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AGENTFOLIO_")}
+    env["AGENTFOLIO_DATA_DIR"] = str(tmp_path)
+    Store.open(Settings(data_dir=tmp_path)).close()  # migrated beforehand, as a store in use is
+    modules = _modules_after(["import", str(SAMPLE), "--jsonl"], env)
+    assert "agentfolio.store.sessions" in modules  # it did store the file
+    loaded = sorted({top for top in ("pydantic", "alembic", "liquid", "agentfolio.registry", "agentfolio.store.registry",
+                                     "agentfolio.model.base", "agentfolio.formats.losses", "agentfolio.app.traces")
+                     for module in modules if module == top or module.startswith(top + ".")})
+    assert loaded == []
+    with Store.open(Settings(data_dir=tmp_path)) as store:
+        account = store.accounts.get("default")
+        assert account is not None and store.sessions.of(account).count() == 1

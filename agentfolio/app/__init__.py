@@ -12,6 +12,7 @@ handled by the functions in :mod:`agentfolio.app.documents`; importing files by
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from agentfolio.settings import Settings
@@ -33,24 +34,46 @@ DEFAULT_ACCOUNT = "default"
 
 
 class Agentfolio:
-    """One store and the services over it. Use as a context manager, or call :meth:`close`."""
+    """One store and the services over it. Use as a context manager, or call :meth:`close`.
+
+    Each service is made (and its modules imported) when first used: a command that
+    stores sessions does not load the registry's."""
 
     def __init__(self, store: Store, *, owned: bool = True) -> None:
-        from agentfolio.app.accounts import AccountService
-        from agentfolio.app.registry import RegistryService
-        from agentfolio.app.sessions import SessionService
-        from agentfolio.app.traces import TraceService
-        from agentfolio.app.viewer_files import ViewerFileService
-
         self.store = store
         self.settings: Settings = store.settings
-        self.accounts: AccountService = AccountService(store)
-        self.sessions: SessionService = SessionService(store)
-        self.registry: RegistryService = RegistryService(store)
-        self.viewer_files: ViewerFileService = ViewerFileService(store)
-        self.traces: TraceService = TraceService(store)
         self._owned = owned
         self._conversations: ConversationWorker | None = None
+
+    @cached_property
+    def accounts(self) -> AccountService:
+        from agentfolio.app.accounts import AccountService
+
+        return AccountService(self.store)
+
+    @cached_property
+    def sessions(self) -> SessionService:
+        from agentfolio.app.sessions import SessionService
+
+        return SessionService(self.store)
+
+    @cached_property
+    def registry(self) -> RegistryService:
+        from agentfolio.app.registry import RegistryService
+
+        return RegistryService(self.store)
+
+    @cached_property
+    def viewer_files(self) -> ViewerFileService:
+        from agentfolio.app.viewer_files import ViewerFileService
+
+        return ViewerFileService(self.store)
+
+    @cached_property
+    def traces(self) -> TraceService:
+        from agentfolio.app.traces import TraceService
+
+        return TraceService(self.store)
 
     @classmethod
     def open(cls, settings: Settings | None = None) -> Agentfolio:

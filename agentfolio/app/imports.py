@@ -26,7 +26,6 @@ from agentfolio.app.span_files import FORMAT_NAME as SPAN_FILE
 from agentfolio.app.span_files import looks_like_span_file, read_span_file
 from agentfolio.errors import AgentfolioError
 from agentfolio.formats import durable_state, registry
-from agentfolio.formats.convert import convert
 from agentfolio.formats.errors import FormatError
 from agentfolio.formats.jsonio import DEFAULT_MAX_BYTES, gc_paused, parse_json, read_bytes
 
@@ -225,6 +224,8 @@ def _prepare(folio: Agentfolio, account: Account, item: _Read, agent: str | None
     source_format = registry.detect(document, source=source).name
     losses: list[Loss] = []
     if source_format != durable_state.FORMAT.name:
+        from agentfolio.formats.convert import convert  # the formats' models: only for files that need them
+
         conversion = convert(document, to=durable_state.FORMAT.name, from_=source_format, strict_read=False,
                              source=source)
         document, losses = conversion.result, conversion.losses

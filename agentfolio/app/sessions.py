@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from agentfolio import _json
 from agentfolio.formats import durable_state
-from agentfolio.formats.convert import convert
 from agentfolio.formats.errors import FormatError
 from agentfolio.store.sessions import SESSION_ID, SESSION_ID_RULE, SessionCursor, SessionInfo
 
@@ -80,6 +79,8 @@ class SessionService:
         info, data = self._sessions.of(account).get_bytes(session_id)
         if format_name == durable_state.FORMAT.name:
             return Exported(info, data, format_name)
+        from agentfolio.formats.convert import convert
+
         try:
             conversion = convert(_json.loads(data), to=format_name, from_=durable_state.FORMAT.name,
                                  strict_read=False)

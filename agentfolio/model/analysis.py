@@ -9,9 +9,10 @@ converted record and a shown one never disagree.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentfolio.model.contents import FunctionResultContent
+if TYPE_CHECKING:
+    from agentfolio.model.contents import FunctionResultContent
 
 __all__ = ["LONG_TEXT_CHARS", "MEDIA_CLASSES", "call_failed", "media_class", "result_failed"]
 

@@ -12,20 +12,24 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agentfolio import model
 from agentfolio._time import parse_epoch
-from agentfolio.model import ENTRY_KINDS, ErrorContent, FunctionCallContent, FunctionResultContent, Session
+from agentfolio.formats.durable_state import ENTRY_TYPES as ENTRY_KINDS
 from agentfolio.model.analysis import call_failed, result_failed
-from agentfolio.present.rules import (
+from agentfolio.present.counts import (
     ANSWER_KINDS,
-    ToolPairs,
     entry_json,
     entry_usage_counts,
     one_line,
     outcome_tokens,
     usage_total,
 )
+
+if TYPE_CHECKING:
+    from agentfolio.model import Session
+    from agentfolio.present.rules import ToolPairs
 
 __all__ = [
     "FIRST_TEXT_CHARS",
@@ -167,9 +171,9 @@ def tool_latencies(session: Session, pairs: ToolPairs) -> dict[int, float]:
         if moment is None:
             continue
         for content in message.items:
-            if isinstance(content, FunctionCallContent):
+            if isinstance(content, model.FunctionCallContent):
                 call_times[id(content)] = moment
-            elif isinstance(content, FunctionResultContent):
+            elif isinstance(content, model.FunctionResultContent):
                 call_key = call_of_result.get(id(content))
                 started = call_times.get(call_key) if call_key is not None else None
                 if started is not None and call_key is not None and moment > started:
@@ -310,10 +314,10 @@ def message_shows(message: object, show: str) -> bool:
 def segment_shows(content: object, show: str) -> bool:
     """Whether one content of a shown message is itself shown."""
     if show == "tools":
-        return isinstance(content, (FunctionCallContent, FunctionResultContent))
+        return isinstance(content, (model.FunctionCallContent, model.FunctionResultContent))
     if show == "errors":
-        return isinstance(content, ErrorContent) or (isinstance(content, FunctionResultContent)
-                                                     and call_failed(content))
+        return isinstance(content, model.ErrorContent) or (isinstance(content, model.FunctionResultContent)
+                                                           and call_failed(content))
     return True
 
 

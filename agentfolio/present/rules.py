@@ -6,7 +6,6 @@ canonical model, so the terminal and the web viewer never disagree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +24,20 @@ from agentfolio.model.analysis import LONG_TEXT_CHARS as LONG_TEXT_CHARS
 from agentfolio.model.analysis import MEDIA_CLASSES, media_class
 from agentfolio.model.analysis import call_failed as call_failed
 from agentfolio.model.base import Record
+
+# The counts read from JSON are re-exported: front ends read every presentation rule from here.
+from agentfolio.present.counts import ANSWER_KINDS as ANSWER_KINDS
+from agentfolio.present.counts import SUMMARY_CHARS as SUMMARY_CHARS
+from agentfolio.present.counts import TokenTotals as TokenTotals
+from agentfolio.present.counts import UsageCounts as UsageCounts
+from agentfolio.present.counts import entry_json as entry_json
+from agentfolio.present.counts import entry_usage_counts as entry_usage_counts
+from agentfolio.present.counts import history_tokens as history_tokens
+from agentfolio.present.counts import map_members
+from agentfolio.present.counts import one_line as one_line
+from agentfolio.present.counts import outcome_tokens as outcome_tokens
+from agentfolio.present.counts import usage_counts as usage_counts
+from agentfolio.present.counts import usage_total as usage_total
 
 ROLE_STYLES: dict[str, str] = {
     "user": "bold cyan",
@@ -126,80 +139,6 @@ def citations(content: object) -> list[CitationLink]:
     return links
 
 
-#: Entry kinds that answer a request: their usage counts towards a session's tokens, and
-#: their latency runs from the latest request before them.
-ANSWER_KINDS = frozenset({"response", "errorResponse"})
-#: A usage object's counts as :class:`Usage` reads them: input, output, total (None: not said).
-UsageCounts = tuple[int | None, int | None, int | None]
-_USAGE_KEYS = ("inputTokenCount", "outputTokenCount", "totalTokenCount")
-
-
-@dataclass(slots=True)
-class TokenTotals:
-    input: int = 0
-    output: int = 0
-    total: int = 0
-    responses: int = 0
-
-    def add(self, usage: UsageCounts | None) -> None:
-        if usage is None:
-            return
-        self.responses += 1
-        self.input += usage[0] or 0
-        self.output += usage[1] or 0
-        self.total += usage_total(usage)
-
-
-def usage_total(usage: UsageCounts) -> int:
-    """A usage's total: the one it reports, else what went in and came out together."""
-    if usage[2] is not None:
-        return usage[2]
-    return (usage[0] or 0) + (usage[1] or 0)
-
-
-def usage_counts(value: Any) -> UsageCounts | None:
-    """The counts of a usage object (JSON), or None when :class:`Usage` would not read it
-    (not an object, or a count that is not a whole number)."""
-    if not isinstance(value, dict):
-        return None
-    given = value.get("inputTokenCount"), value.get("outputTokenCount"), value.get("totalTokenCount")
-    for count in given:
-        if count is not None and type(count) is not int:
-            return None
-    return given
-
-
-def entry_json(entry: object) -> Any:
-    """The JSON of a history entry: the entry itself when it is JSON, the JSON a record was
-    read from, or else the JSON it writes.  What the counts read, so an entry counts the
-    same stored, appended, or held in memory."""
-    if isinstance(entry, dict):
-        return entry
-    source = getattr(entry, "source", None)
-    if source is not None:
-        return source
-    return entry.to_json_value() if hasattr(entry, "to_json_value") else entry
-
-
-def entry_usage_counts(entry: dict[str, Any]) -> UsageCounts | None:
-    """An answer's usage (its JSON): its own, or else the sum of the usage contents in its
-    messages."""
-    own = usage_counts(entry.get("usage"))
-    if own is not None:
-        return own
-    found = [counts for message in _objects(entry.get("messages")) for content in _objects(message.get("contents"))
-             if content.get("$type") == "usage" and (counts := usage_counts(content.get("usage"))) is not None]
-    if not found:
-        return None
-    return (sum(counts[0] or 0 for counts in found), sum(counts[1] or 0 for counts in found),
-            sum(counts[2] or 0 for counts in found))
-
-
-def _objects(value: Any) -> list[dict[str, Any]]:
-    """The objects of a JSON array (nothing when it is not one)."""
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
-
-
 def entry_usage(entry: object) -> Usage | None:
     """A response's usage record, to show: its own, or else the sum of usage contents in its messages."""
     usage: Usage | None = getattr(entry, "usage", None)
@@ -223,38 +162,6 @@ def token_totals(session: Session) -> TokenTotals:
                           session.data.extra if session.data is not None else {})
 
 
-def history_tokens(history: Sequence[Any], data: Mapping[str, Any]) -> TokenTotals:
-    """Usage summed over the answers of a history (its entries' JSON), and over the
-    outcomes in ``data`` (the state's data object: 2.0 ``terminalResults``) of requests
-    whose answer the history does not hold."""
-    totals = outcome_tokens(history, data)
-    for entry in history:
-        if isinstance(entry, dict) and entry.get("$type") in ANSWER_KINDS:
-            totals.add(entry_usage_counts(entry))
-    return totals
-
-
-def outcome_tokens(history: Sequence[Any], data: Mapping[str, Any]) -> TokenTotals:
-    """Usage summed over the outcomes in ``data`` of the requests ``history`` holds no
-    answer to (the part of :func:`history_tokens` that is not the answers' own)."""
-    totals = TokenTotals()
-    maps = _entries(data, "terminalResults", "responseMailbox")
-    if not maps:
-        return totals
-    answered = {entry.get("correlationId") for entry in history
-                if isinstance(entry, dict) and entry.get("$type") in ANSWER_KINDS
-                and isinstance(entry.get("correlationId"), str)}
-    counted: set[str] = set()
-    for key, result in maps:
-        if key in counted:
-            continue  # the first map naming a request holds its outcome (see outcomes)
-        counted.add(key)
-        response = result.get("response")
-        if key not in answered and isinstance(response, dict):
-            totals.add(usage_counts(response.get("usage")))
-    return totals
-
-
 def format_usage(usage: Usage) -> str:
     parts = []
     for label, value in (("in", usage.input_token_count), ("out", usage.output_token_count),
@@ -269,8 +176,6 @@ def format_usage(usage: Usage) -> str:
 # Named after the Prompt Envelope segment kinds, since that format is the one that says
 # how each kind should look.  Every renderer asks these instead of deciding itself.
 
-#: What a folded segment's one-line summary may run to.
-SUMMARY_CHARS = 120
 
 #: Segment kinds folded unless the record says otherwise (envelope ``collapsed``).
 FOLDED_KINDS = frozenset({"system_prompt", "memory", "skills", "tool_overview", "long_text", "reasoning"})
@@ -358,12 +263,6 @@ def is_folded(content: object, kind: str | None = None) -> bool:
     if presentation is not None and presentation.collapsed is not None:
         return bool(presentation.collapsed)
     return (kind or segment_kind(content)) in FOLDED_KINDS
-
-
-def one_line(text: str | None, limit: int = SUMMARY_CHARS) -> str:
-    """The first non-blank line of a text, cut to ``limit`` characters."""
-    line = next((part.strip() for part in (text or "").splitlines() if part.strip()), "")
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 #: The label a segment kind is introduced by, in every renderer.
@@ -808,9 +707,9 @@ def outcomes(session: Session) -> dict[str, Outcome]:
     by correlation id; empty for states before 2.0."""
     extra = session.data.extra if session.data is not None else {}
     found: dict[str, Outcome] = {}
-    for key, result in _entries(extra, "terminalResults", "responseMailbox"):
+    for key, result in map_members(extra, "terminalResults", "responseMailbox"):
         found.setdefault(key, _outcome_of_result(key, result))
-    for key, receipt in _entries(extra, "completionReceipts", "completedCorrelations"):
+    for key, receipt in map_members(extra, "completionReceipts", "completedCorrelations"):
         outcome = found.setdefault(str(key), Outcome(str(key)))
         outcome.outcome = outcome.outcome or _text(receipt.get("outcome"))
         outcome.completed_at = outcome.completed_at or _text(receipt.get("completedAt"))
@@ -820,16 +719,6 @@ def outcomes(session: Session) -> dict[str, Outcome]:
         rest = {k: v for k, v in receipt.items() if k not in _RECEIPT_DRAWN}
         if rest:
             outcome.more["receipt"] = rest
-    return found
-
-
-def _entries(extra: Mapping[str, Any], *names: str) -> list[tuple[str, dict[str, Any]]]:
-    """The object members of each map named, in the order named."""
-    found: list[tuple[str, dict[str, Any]]] = []
-    for name in names:
-        value = extra.get(name)
-        if isinstance(value, dict):
-            found.extend((str(key), item) for key, item in value.items() if isinstance(item, dict))
     return found
 
 

@@ -63,7 +63,7 @@ class SessionIndex:
 
     def __init__(self, entries: Sequence[Any], text_limit: int = DEFAULT_SEARCH_TEXT_LIMIT) -> None:
         from agentfolio.present.activity import entry_facts
-        from agentfolio.present.rules import entry_json
+        from agentfolio.present.counts import entry_json
 
         values = [entry_json(entry) for entry in entries]
         self.texts = [entry_text(value, text_limit) for value in values]

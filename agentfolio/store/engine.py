@@ -10,20 +10,22 @@ last transactions before a power cut may be lost, but the file is never corrupte
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine, make_url
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 WRITE = "agentfolio_write"
 #: Bytes per page of a new SQLite file.
@@ -95,6 +97,8 @@ def read_transaction(engine: Engine) -> Iterator[Connection]:
 
 
 def alembic_config() -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", "agentfolio.store:migrations")
     return config
@@ -116,10 +120,51 @@ class SchemaStatus:
 
 
 def _script() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config())
 
 
+_VERSIONS = Path(__file__).parent / "migrations" / "versions"
+_REVISION_LINE = re.compile(r'^revision = "([^"]+)"$', re.MULTILINE)
+_DOWN_REVISION_LINE = re.compile(r'^down_revision = (?:"([^"]+)"|None)$', re.MULTILINE)
+
+
+@cache
+def newest_revision() -> str | None:
+    """The head of the migrations, read from their files' ``revision`` and
+    ``down_revision`` lines without loading Alembic (and its SQLAlchemy dialects and
+    templates: most of a command's start-up); None when a file does not say them plainly
+    or the lines make other than one head (Alembic then decides)."""
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for path in _VERSIONS.glob("*.py"):
+        if path.name == "__init__.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        revision, down = _REVISION_LINE.findall(text), _DOWN_REVISION_LINE.findall(text)
+        if len(revision) != 1 or len(down) != 1:
+            return None
+        revisions.add(revision[0])
+        if down[0]:
+            parents.add(down[0])
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 and parents <= revisions else None
+
+
+def _stored_revision(engine: Engine) -> str | None:
+    """The one revision the database says it is at (None: no such table, or not one row)."""
+    try:
+        with read_transaction(engine) as connection:
+            rows = connection.exec_driver_sql("SELECT version_num FROM alembic_version").all()
+    except sa.exc.DBAPIError:
+        return None
+    return str(rows[0][0]) if len(rows) == 1 else None
+
+
 def _status(connection: Connection, script: ScriptDirectory) -> SchemaStatus:
+    from alembic.runtime.migration import MigrationContext
+
     head = script.get_current_head()
     assert head is not None, "the migrations have one head"
     current = MigrationContext.configure(connection).get_current_revision()
@@ -149,7 +194,15 @@ def schema_status(engine: Engine) -> SchemaStatus:
 
 def migrate(engine: Engine) -> SchemaStatus:
     """Bring the database to the newest schema (creating it on first use); the status it
-    had before.  A database a newer agentfolio migrated is left as it is."""
+    had before.  A database a newer agentfolio migrated is left as it is.
+
+    A database already at the newest revision is told by one query, without loading
+    Alembic: every command opens the store this way."""
+    head = newest_revision()
+    if head is not None and _stored_revision(engine) == head:
+        return SchemaStatus(head, head, (), "current")
+    from alembic import command
+
     script = _script()
     with _migrate_lock, write_transaction(engine) as connection:
         if connection.dialect.name == "postgresql":

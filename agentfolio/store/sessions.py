@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -23,10 +23,8 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from agentfolio import _json
 from agentfolio.formats import durable_state
-from agentfolio.formats.base import ReadResult
 from agentfolio.formats.errors import FormatError, Problem
 from agentfolio.formats.jsonio import parse_json
-from agentfolio.model import Entry, Session
 from agentfolio.present.activity import (
     ActivityPoint,
     EntryFacts,
@@ -60,6 +58,10 @@ from agentfolio.store.search import (
     unindex_sessions,
 )
 from agentfolio.store.tables import entries, sessions
+
+if TYPE_CHECKING:
+    from agentfolio.formats.base import ReadResult
+    from agentfolio.model import Entry, Session
 
 SESSION_ID = re.compile(r"[A-Za-z0-9@][A-Za-z0-9._:@-]{0,199}")
 SESSION_ID_RULE = "1-200 letters, digits, '.', '_', ':', '@' or '-', starting with a letter, digit or '@'"
