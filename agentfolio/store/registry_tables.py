@@ -210,6 +210,24 @@ registry_trace_stats = sa.Table(
     sa.Column("last_end", sa.BigInteger, nullable=True),
 )
 
+# How many spans an account has, per agent, status and validation status and per each
+# coarser grouping of them ('' in a column: any value), so a span list filtered by these
+# answers its ``item_count`` from a few rows instead of counting spans.  Kept by every
+# writer of spans, one upsert per key per batch (``agentfolio.store.registry.span_counts``);
+# on PostgreSQL each transaction adds to one of several ``shard`` rows of a key, so
+# concurrent writers of one account rarely wait for each other's row, and a count is
+# the sum of a key's shards.
+registry_span_counts = sa.Table(
+    "registry_span_counts", metadata,
+    _account(),
+    sa.Column("agent_id", sa.String(32), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("validation_status", sa.String(16), nullable=False),
+    sa.Column("shard", sa.SmallInteger, nullable=False),
+    sa.Column("spans", sa.BigInteger, nullable=False),
+    sa.PrimaryKeyConstraint("account_pk", "agent_id", "status", "validation_status", "shard"),
+)
+
 # Spans stored before their parent, found again when the parent arrives: a partial index,
 # so the lookup costs the orphans' count, never the account's spans.
 sa.Index("ix_registry_spans_parent_missing", registry_spans.c.account_pk, registry_spans.c.parent_span_id,

@@ -16,8 +16,10 @@ order, each step in bounded transactions:
    on PostgreSQL those of the default partition.
 
 With every removal, in its transaction: the conversation queue's rows for those spans go,
-each trace that lost spans gets its stats computed again from the spans it has left,
-and a trace left without spans goes (its stats row with it).
+the spans are taken off their account's span counts
+(:mod:`agentfolio.store.registry.span_counts`), each trace that lost spans gets its
+stats computed again from the spans it has left, and a trace left without spans goes
+(its stats row with it).
 
 Every server asks now and then; the job's lease (``agentfolio.store.jobs``) gives a
 period's run to one of them, and on PostgreSQL a run also holds an advisory lock for
@@ -37,6 +39,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from agentfolio.store import span_partitions
 from agentfolio.store.engine import write_transaction
+from agentfolio.store.registry.span_counts import delete_spans, take_off
 from agentfolio.store.registry.trace_stats import recompute
 from agentfolio.store.registry_tables import otel_trace_epochs as t_epochs
 from agentfolio.store.registry_tables import otel_work_spans as t_waiting
@@ -163,7 +166,7 @@ class SpansByTime:
         with write_transaction(self.engine) as connection:
             connection.exec_driver_sql(f"SET LOCAL lock_timeout = '{span_partitions.LOCK_TIMEOUT}'")
             connection.exec_driver_sql(f"LOCK TABLE {span_partitions.TABLE} IN ACCESS EXCLUSIVE MODE")
-            counted = connection.exec_driver_sql(f"SELECT count(*) FROM {part.name}").scalar_one()
+            counted = _uncount(connection, part.name)
             instance_ids = list(connection.exec_driver_sql(
                 f"SELECT DISTINCT instance_id FROM {part.name}").scalars())
             within = [t_waiting.c.span_id < part.upper] + ([t_waiting.c.span_id >= part.lower] if part.lower else [])
@@ -193,13 +196,23 @@ def _remove(connection: Connection, source: Any, rows: list[Any], instance_ids: 
     """Delete these spans, their rows in the conversation queue, and settle their traces;
     how many traces were left without spans."""
     span_ids = [row.id for row in rows]
+    deleted: list[Any] = []
     for start in range(0, len(span_ids), _CHUNK):
-        connection.execute(sa.delete(source).where(source.c.id.in_(span_ids[start:start + _CHUNK])))
-    waiting = [(row.account_pk, row.session_id, row.id) for row in rows if row.session_id is not None]
+        deleted += delete_spans(connection, sa.delete(source).where(source.c.id.in_(span_ids[start:start + _CHUNK])),
+                                source.c.id, source.c.session_id)
+    waiting = [(row.account_pk, row.session_id, row.id) for row in deleted if row.session_id is not None]
     for start in range(0, len(waiting), _CHUNK):
         connection.execute(sa.delete(t_waiting).where(sa.tuple_(
             t_waiting.c.account_pk, t_waiting.c.session_id, t_waiting.c.span_id).in_(waiting[start:start + _CHUNK])))
     return _settle(connection, sorted(set(instance_ids)))
+
+
+def _uncount(connection: Connection, partition: str) -> int:
+    """Take a partition's spans off the account span counts (under the table's lock, so
+    they are all of its spans); how many it holds."""
+    return take_off(connection, connection.exec_driver_sql(
+        f"SELECT account_pk, agent_id, status, validation_status, count(*) FROM {partition} "
+        "GROUP BY account_pk, agent_id, status, validation_status").all())
 
 
 def _settle(connection: Connection, instance_ids: list[str]) -> int:

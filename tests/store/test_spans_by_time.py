@@ -1,9 +1,10 @@
 """Spans by time, on SQLite and PostgreSQL: retention removes exactly the spans older than
 its window (OTLP traces whole, the traces stored before epochs existed by their first
-arrival), with their rows in the conversation queue, and leaves every trace's stats
-exact (a trace left without spans goes); two processes running it at once remove each
-span once; on PostgreSQL the spans table's partitions are made ahead (taking the rows of
-their range out of the default partition) and the migration carries the rows both ways."""
+arrival), with their rows in the conversation queue, and leaves every trace's stats and
+the account's span counts exact (a trace left without spans goes); two processes running
+it at once remove each span once; on PostgreSQL the spans table's partitions are made
+ahead (taking the rows of their range out of the default partition) and the migration
+carries the rows both ways."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from agentfolio.store.registry_tables import (
 from agentfolio.store.spans_by_time import SpansByTime
 from tests.store.test_otel_epochs import NAMED, clock_at
 from tests.store.test_otel_spans import span
+from tests.store.test_span_counts import counted, kept_counts
 from tests.store.test_trace_stats import World, bounds_of, counted_stats, counts_of, stats_of
 
 DAY_MS = span_partitions.DAY_MS
@@ -110,6 +112,7 @@ class Stored:
         assert span_ids(store, otel_work_spans) == self.new_otel
         assert instance_ids(store) >= self.kept_instances and not instance_ids(store) & self.gone_instances
         assert counted_stats(store, pk) == counts_of(store, pk)
+        assert kept_counts(store, pk) == counted(store, pk)
         assert {instance: row[3:] for instance, row in stats_of(store, pk).items()} == bounds_of(store, pk)
         with read_transaction(store.engine) as connection:
             assert set(connection.execute(sa.select(otel_trace_epochs.c.trace_id)).scalars()) == {"b" * 32}

@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Row
 
 from agentfolio.registry.listing import PageRequest
 from agentfolio.store.registry.base import Rows, eq
+from agentfolio.store.registry.span_counts import delete_spans_counted_in_sql
 from agentfolio.store.registry_tables import (
     registry_accounts as t_accounts,
 )
@@ -26,7 +28,13 @@ from agentfolio.store.registry_tables import (
     registry_environments as t_environments,
 )
 from agentfolio.store.registry_tables import (
+    registry_instances as t_instances,
+)
+from agentfolio.store.registry_tables import (
     registry_schema_versions as t_schema_versions,
+)
+from agentfolio.store.registry_tables import (
+    registry_spans as t_spans,
 )
 
 AGENT_SORT = {"id": t_agents.c.id, "name": t_agents.c.name, "status": t_agents.c.status,
@@ -52,7 +60,20 @@ class Agents(Rows):
         self.conn.execute(self.scope.update(t_agents).where(t_agents.c.id == agent_id).values(**changes))
 
     def delete(self, agent_id: str) -> None:
-        """The agent with its versions, deployments, instances and spans (foreign keys cascade)."""
+        """The agent with its versions, deployments, instances and spans (foreign keys
+        cascade), its spans deleted first so the account's span counts lose them.
+
+        On PostgreSQL the agent's row and its traces' rows are locked first: a new trace
+        of the agent, or a span of one of its traces, checks that row (its foreign key),
+        so none is added behind the count, and writers that added one before have
+        committed by the time the spans are deleted."""
+        traces = self.scope.select(t_instances, t_instances.c.id).where(t_instances.c.agent_id == agent_id)
+        if self.conn.dialect.name == "postgresql":
+            self.conn.execute(self.scope.select(t_agents, t_agents.c.id).where(t_agents.c.id == agent_id)
+                              .with_for_update())
+            self.conn.execute(traces.with_for_update())
+        delete_spans_counted_in_sql(self.conn, t_spans, sa.and_(self.scope.owns(t_spans),
+                                                                t_spans.c.instance_id.in_(traces)))
         self.conn.execute(self.scope.delete(t_agents).where(t_agents.c.id == agent_id))
 
     def count(self) -> int:

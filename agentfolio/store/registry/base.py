@@ -50,13 +50,14 @@ class Rows:
         return among(self.conn.dialect, column, values)
 
     def _page(self, table: sa.Table, where: Sequence[ColumnElement[bool]], page: PageRequest,
-              sortable: Mapping[str, Any]) -> tuple[list[Row[Any]], int]:
-        """One page of the account's rows matching ``where``, and how many match in all.
+              sortable: Mapping[str, Any], *, count: int | None = None) -> tuple[list[Row[Any]], int]:
+        """One page of the account's rows matching ``where``, and how many match in all
+        (``count`` when the caller knows it, as the span list does from its kept counts).
 
-        The count reads at most :data:`COUNT_WINDOW` rows past the page, so a page costs
-        the same however many rows the account has: below that the count is exact; past
-        it, it is PostgreSQL's estimate (SQLite: the rows counted), never less than the
-        rows counted — so ``next_page_offset`` stays exact and only ``item_count`` and
+        Else the count reads at most :data:`COUNT_WINDOW` rows past the page, so a page
+        costs the same however many rows the account has: below that the count is exact;
+        past it, it is PostgreSQL's estimate (SQLite: the rows counted), never less than
+        the rows counted — so ``next_page_offset`` stays exact and only ``item_count`` and
         ``page_count`` are approximate on very long lists.
         """
         column = sortable[page.sorting.field]
@@ -66,6 +67,8 @@ class Rows:
             order.append(table.c.id.desc() if descending else table.c.id.asc())
         chosen = self.scope.select(table).where(*where)
         rows = self.conn.execute(chosen.order_by(*order).offset(page.offset).limit(page.page_size)).all()
+        if count is not None:
+            return list(rows), count
         cap = page.offset + page.page_size + COUNT_WINDOW
         counted = self.conn.execute(sa.select(sa.func.count()).select_from(
             self.scope.select(table, table.c.id).where(*where).limit(cap).subquery())).scalar_one()

@@ -18,7 +18,8 @@ from sqlalchemy.engine import Row
 from agentfolio.registry.listing import PageRequest
 from agentfolio.store.registry.base import Rows, eq
 from agentfolio.store.registry.bulk import insert_many
-from agentfolio.store.registry.trace_stats import TraceCounts, update_spans
+from agentfolio.store.registry.span_counts import kept_count
+from agentfolio.store.registry.trace_stats import TraceCounts, trace_count, update_spans
 from agentfolio.store.registry_tables import (
     registry_instances as t_instances,
 )
@@ -150,7 +151,20 @@ class Spans(Rows):
         where = [eq(SPAN_FILTERS[key], value) for key, value in filters.items()]
         if agent_of_token is not None:
             where.append(t_spans.c.agent_id == agent_of_token)
-        return self._page(t_spans, where, page, SPAN_SORT)
+        return self._page(t_spans, where, page, SPAN_SORT, count=self._kept_count(filters, agent_of_token))
+
+    def _kept_count(self, filters: dict[str, str], agent_of_token: str | None) -> int | None:
+        """How many spans match, from the counts the writers keep (the account's span
+        counts, or the trace's stats), when the filters are ones they are kept for."""
+        if agent_of_token is not None:
+            if filters.get("agent_id", agent_of_token) != agent_of_token:
+                return 0  # two different agents at once
+            filters = {**filters, "agent_id": agent_of_token}
+        counted = {SPAN_FILTERS[key].name: value for key, value in filters.items()}
+        kept = kept_count(self.conn, self.scope, counted)
+        if kept is None and counted.keys() == {"instance_id"} | (counted.keys() & {"status", "validation_status"}):
+            kept = trace_count(self.conn, self.scope, counted)
+        return kept
 
     def flush(self) -> None:
         if self.pending:

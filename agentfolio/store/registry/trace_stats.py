@@ -17,6 +17,10 @@ which removes a trace's oldest spans and computes its stats again (:func:`recomp
 
 A row per trace per batch instead of a trigger per row: the triggers made inserting a
 span two to three times dearer.
+
+:class:`TraceCounts` also adds up what the same writes change in the account's span
+counts (:mod:`agentfolio.store.registry.span_counts`) and writes those first, so every
+writer of spans keeps both through the one object.
 """
 
 from __future__ import annotations
@@ -29,17 +33,19 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from agentfolio.store.registry.base import among
+from agentfolio.store.registry.span_counts import SpanTotals
 from agentfolio.store.registry_tables import registry_spans as t_spans
 from agentfolio.store.registry_tables import registry_trace_stats as t_stats
 from agentfolio.store.scope import AccountScope
 
-__all__ = ["COUNTED", "TraceCounts", "recompute", "update_spans"]
+__all__ = ["COUNTED", "TraceCounts", "recompute", "trace_count", "update_spans"]
 
-#: The span columns the stats depend on: an update setting none of them changes no stats.
-COUNTED = frozenset({"instance_id", "status", "validation_status", "started_at", "finished_at"})
+#: The span columns the stats and span counts depend on: an update setting none of them
+#: changes neither.
+COUNTED = frozenset({"instance_id", "agent_id", "status", "validation_status", "started_at", "finished_at"})
 #: The old values an update reads (under a row lock on PostgreSQL) to take them off.
-_OLD = (t_spans.c.id, t_spans.c.instance_id, t_spans.c.status, t_spans.c.validation_status,
-        t_spans.c.started_at, t_spans.c.finished_at)
+_OLD = (t_spans.c.id, t_spans.c.account_pk, t_spans.c.instance_id, t_spans.c.agent_id, t_spans.c.status,
+        t_spans.c.validation_status, t_spans.c.started_at, t_spans.c.finished_at)
 _CHUNK = 500
 
 
@@ -66,20 +72,24 @@ _UPSERTS: dict[str, Any] = {}
 
 
 class TraceCounts:
-    """What a batch of span writes changes in each trace's stats, not written yet.
+    """What a batch of span writes changes in each trace's stats and in the account's
+    span counts, not written yet.
 
     ``add`` a span as it is after a write, ``remove`` it as it was before one (an update
-    is both); :meth:`apply` writes the sums, one row per trace, in instance order (so
-    concurrent batches lock the stats rows they share in the same order)."""
+    is both; rows hold ``account_pk``); :meth:`apply` writes the span counts, then the
+    sums per trace, one row per trace, in instance order (so concurrent batches lock the
+    stats rows they share in the same order)."""
 
-    __slots__ = ("account_pk", "changes")
+    __slots__ = ("account_pk", "changes", "totals")
 
     def __init__(self, account_pk: int) -> None:
         self.account_pk = account_pk
         #: instance id → [spans, failed, invalid, first start, last end]
         self.changes: dict[str, list[Any]] = {}
+        self.totals = SpanTotals()
 
     def add(self, row: Mapping[str, Any]) -> None:
+        self.totals.add(row)
         change = self._change(row["instance_id"])
         change[0] += 1
         change[1] += row["status"] == "failed"
@@ -96,6 +106,7 @@ class TraceCounts:
             self.add(row)
 
     def remove(self, row: Mapping[str, Any]) -> None:
+        self.totals.remove(row)
         change = self._change(row["instance_id"])
         change[0] -= 1
         change[1] -= row["status"] == "failed"
@@ -109,6 +120,9 @@ class TraceCounts:
 
     def apply(self, connection: Connection) -> None:
         """Write what was added up, in the caller's transaction, and start again from nothing."""
+        # The span counts first: at its first write of counts, a transaction that waits
+        # for another's count row holds no stats row that other one may be waiting for.
+        self.totals.apply(connection)
         if not self.changes:
             return
         dialect = connection.dialect
@@ -126,6 +140,7 @@ class TraceCounts:
     def discard(self) -> None:
         """Forget what was added up (its writes were rolled back)."""
         self.changes.clear()
+        self.totals.discard()
 
 
 def update_spans(connection: Connection, scope: AccountScope, span_ids: list[str], counts: TraceCounts,
@@ -163,6 +178,20 @@ def _update_returning_old(connection: Connection, scope: AccountScope, span_ids:
     statement = (scope.update(t_spans).where(t_spans.c.id == old.c.id).values(**changes)
                  .returning(*(old.c[column.name] for column in _OLD)))
     return [dict(row._mapping) for row in connection.execute(statement)]
+
+
+def trace_count(connection: Connection, scope: AccountScope, filters: Mapping[str, str]) -> int | None:
+    """How many spans of one trace match ``filters`` (``instance_id``, and at most one of
+    ``status`` failed or ``validation_status`` invalid), from its stats; ``None`` for
+    any other filter."""
+    column = {(): t_stats.c.span_count, (("status", "failed"),): t_stats.c.failed_count,
+              (("validation_status", "invalid"),): t_stats.c.invalid_count}.get(
+        tuple(sorted((key, value) for key, value in filters.items() if key != "instance_id")))
+    if column is None or "instance_id" not in filters or "\x00" in filters["instance_id"]:
+        return None
+    found = connection.execute(scope.select(t_stats, column)
+                               .where(t_stats.c.instance_id == filters["instance_id"])).scalar()
+    return int(found or 0)
 
 
 def recompute(connection: Connection, instance_ids: list[str]) -> None:
