@@ -217,7 +217,7 @@ def test_inserted_rows_belong_to_the_unit_account(two: tuple[Holdings, Holdings]
         counts = {name: len(rows) for name, rows in _snapshot(store, holdings.account_pk).items()}
         assert all(counts.values()), counts
     with read_transaction(store.engine) as connection:
-        owners = connection.execute(sa.select(sa.distinct(registry_spans.c.account_pk))).scalars().all()
+        owners = connection.execute(sa.select(registry_spans.c.account_pk).distinct()).scalars().all()
     assert sorted(owners) == sorted([alice.account_pk, bob.account_pk])
 
 
