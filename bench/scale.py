@@ -576,7 +576,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections to run, of {', '.join(SECTIONS)}")
     parser.add_argument("--backends", default="sqlite,postgresql")
-    parser.add_argument("--paths", default=",".join(PATHS), help="otlp, bulk or both")
+    parser.add_argument("--paths", default=",".join(PATHS), help="paths to send spans through, of otlp and bulk (comma-separated; default both)")
     parser.add_argument("--spans", type=int, default=20_000, help="spans sent in the ingest section")
     parser.add_argument("--batch", type=int, default=512, help="spans per request")
     parser.add_argument("--senders", type=int, default=4, help="client threads in ingest and flatness")
@@ -598,6 +598,9 @@ def main() -> None:
     args = parser.parse_args()
     args.backends = args.backends.split(",")
     args.paths = args.paths.split(",")
+    for path in args.paths:
+        if path not in PATHS:  # anything else would be sent as bulk
+            parser.error(f"unknown path {path!r} (known: {', '.join(PATHS)})")
     for name in args.only.split(","):
         if name not in SECTIONS:
             parser.error(f"unknown section {name!r} (known: {', '.join(SECTIONS)})")
