@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentfolio.app import registry as app
-from agentfolio.otel.mapping import map_spans
 from agentfolio.registry import ids
 from agentfolio.store import Store
 from agentfolio.store.engine import alembic_config, read_transaction, write_transaction
@@ -30,7 +29,7 @@ from agentfolio.store.registry.runs import Spans
 from agentfolio.store.registry.trace_stats import TraceCounts
 from agentfolio.store.registry_tables import registry_span_counts, registry_spans
 from agentfolio.store.scope import AccountScope
-from tests.store.test_trace_stats import World, _copy_a_span, operations, otel
+from tests.store.test_trace_stats import World, _copy_a_span, operations
 
 DIMENSIONS = span_counts.DIMENSIONS
 
@@ -159,11 +158,7 @@ def test_concurrent_writers_and_an_agent_deletion_keep_exact_counts(store: Store
         try:
             barrier.wait()
             for round_ in range(3):
-                first = 1 + (number * 3 + round_) * 4
-                world.writer.write(world.principal.account, map_spans(
-                    [otel(9, index, 0, agent="planner", failed=index % 2 == 0) for index in range(first, first + 4)]))
-                world.service.bulk(world.principal, [app.BulkItem(f"{span_id}-{number}-{round_}", app.SpanFinish(
-                    agent_span_id=span_id, status="failed" if number % 2 else "complete")) for span_id in spans])
+                world.concurrent_round(spans, number, round_)
                 world.service.bulk(world.principal, [app.BulkItem(f"d-{number}-{round_}", app.SpanCreate(
                     agent_instance_id=doomed, schema_name="step", status="active", payload={"n": number}))])
         except BaseException as error:  # reported below, with the thread's own traceback

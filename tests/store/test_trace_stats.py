@@ -131,6 +131,15 @@ class World:
         self.agent_of[instance] = agent
         return instance
 
+    def concurrent_round(self, spans: list[str], number: int, round_: int) -> None:
+        """One round of a concurrent sender: four OTLP spans into trace 9, then every one of
+        ``spans`` finished (sender ``number``'s status for them)."""
+        first = 1 + (number * 3 + round_) * 4
+        self.writer.write(self.principal.account, map_spans(
+            [otel(9, index, 0, agent="planner", failed=index % 2 == 0) for index in range(first, first + 4)]))
+        self.service.bulk(self.principal, [app.BulkItem(f"{span_id}-{number}-{round_}", app.SpanFinish(
+            agent_span_id=span_id, status="failed" if number % 2 else "complete")) for span_id in spans])
+
     def bulk(self, pick: int, kinds: list[int], finish_some: bool) -> None:
         instance = self.instance(pick) if not self.instances or pick % 2 else self.instances[
             pick % len(self.instances)]
@@ -271,11 +280,7 @@ def test_concurrent_batches_to_one_trace_keep_exact_counts(store: Store) -> None
         try:
             barrier.wait()
             for round_ in range(3):
-                first = 1 + (number * 3 + round_) * 4
-                world.writer.write(world.principal.account, map_spans(
-                    [otel(9, index, 0, agent="planner", failed=index % 2 == 0) for index in range(first, first + 4)]))
-                world.service.bulk(world.principal, [app.BulkItem(f"{span_id}-{number}-{round_}", app.SpanFinish(
-                    agent_span_id=span_id, status="failed" if number % 2 else "complete")) for span_id in spans])
+                world.concurrent_round(spans, number, round_)
         except BaseException as error:  # reported below, with the thread's own traceback
             failures.append(error)
 
