@@ -115,11 +115,6 @@ class AdmissionGate:
             except RuntimeError:  # its event loop is closed (the server stopped): the next one
                 continue
 
-    def wait_idle(self, timeout: float) -> bool:
-        """Wait until no request holds a place, at most ``timeout`` seconds; whether none does."""
-        with self._lock:
-            return self._idle.wait_for(lambda: not self._admitted, timeout)
-
     def wait_quiet(self, quiet: float, timeout: float) -> bool:
         """Wait until no request has held a place for ``quiet`` seconds, at most
         ``timeout`` seconds; whether that came.  (Requests that follow one another closely

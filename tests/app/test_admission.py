@@ -191,12 +191,13 @@ def test_places_are_bounded_and_given_back() -> None:
 
 
 def test_waiting_for_idle_returns_when_the_last_place_is_given_back() -> None:
+    # Quiet for no time at all: nobody holds a place.
     gate = AdmissionGate(4)
-    assert gate.wait_idle(0)  # nobody in: no wait
+    assert gate.wait_quiet(0, 0)  # nobody in: no wait
     assert gate.admit() and gate.admit()
-    assert not gate.wait_idle(0.01)  # still held: the wait ends at its timeout, saying so
+    assert not gate.wait_quiet(0, 0.01)  # still held: the wait ends at its timeout, saying so
     answers: list[bool] = []
-    waiter = threading.Thread(target=lambda: answers.append(gate.wait_idle(3600)))
+    waiter = threading.Thread(target=lambda: answers.append(gate.wait_quiet(0, 3600)))
     waiter.start()
     gate.release()
     assert gate.admitted == 1
@@ -231,9 +232,9 @@ def test_a_place_handed_to_a_waiter_keeps_the_gate_busy() -> None:
         waiter = asyncio.create_task(gate.enter())
         await settle()
         gate.release()  # handed over, not freed: the receiver is not idle
-        idle_now = gate.wait_idle(0)
+        idle_now = gate.wait_quiet(0, 0)
         assert await waiter
         gate.release()
-        return idle_now or not gate.wait_idle(0)
+        return idle_now or not gate.wait_quiet(0, 0)
 
     assert run(scenario()) is False
