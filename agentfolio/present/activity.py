@@ -132,11 +132,10 @@ def entry_facts(entry: object) -> EntryFacts:
                     first_user_text = one_line(text, FIRST_TEXT_CHARS).replace("\x00", "\ufffd")
     if kind == "errorResponse" and not errors:
         errors = 1  # a failed turn is one error even when it carries no error content
-    if usage is None:
-        return EntryFacts(kind, at, None, None, None, False, tool_calls, failed_tools, errors, tuple(roles),
-                          first_user_text)
-    return EntryFacts(kind, at, usage[0], usage[1], usage_total(usage), True, tool_calls, failed_tools, errors,
-                      tuple(roles), first_user_text)
+    input_tokens, output_tokens, total_tokens = (None, None, None) if usage is None else \
+        (usage[0], usage[1], usage_total(usage))
+    return EntryFacts(kind, at, input_tokens, output_tokens, total_tokens, usage is not None, tool_calls,
+                      failed_tools, errors, tuple(roles), first_user_text)
 
 
 def response_latencies(facts: Iterable[EntryFacts], last_request_at: float | None = None) -> list[float | None]:
