@@ -87,9 +87,8 @@ def importable_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
 
 def guess_agent(document: Any) -> str | None:
     """The first message author in a durable state, as the session's agent."""
-    data = document.get("data") if isinstance(document, dict) else None
-    history = data.get("conversationHistory") if isinstance(data, dict) else None
-    for entry in history if isinstance(history, list) else []:
+    history, _ = durable_state.history_and_data(document)
+    for entry in history:
         for message in (entry.get("messages") or []) if isinstance(entry, dict) else []:
             if isinstance(message, dict) and isinstance(message.get("authorName"), str) and message["authorName"]:
                 return str(message["authorName"])[:200]

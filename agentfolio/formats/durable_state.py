@@ -246,6 +246,17 @@ def looks_like(document: Any) -> bool:
     return isinstance(document, dict) and "schemaVersion" in document and "data" in document
 
 
+def history_and_data(document: Any) -> tuple[list[Any], dict[str, Any]]:
+    """A durable state's history (its entries' JSON, as they are) and its data object,
+    read from the JSON without checking it: empty where either is missing or not of its
+    type."""
+    data = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(data, dict):
+        return [], {}
+    history = data.get("conversationHistory")
+    return (history if isinstance(history, list) else []), data
+
+
 def _non_durable_kinds(session: Session) -> list[tuple[str, str]]:
     from agentfolio.model import DURABLE_CONTENT_KINDS, ENTRY_KINDS, OpaqueEntry
 

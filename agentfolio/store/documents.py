@@ -39,16 +39,6 @@ def split_document(document: dict[str, Any]) -> tuple[bytes, int | None, list[An
     return _json.dumps(document), None, []
 
 
-def history_and_data(document: Any) -> tuple[list[Any], dict[str, Any]]:
-    """A durable state's history (the entries :func:`split_document` cuts out) and its
-    data object (empty when it has none)."""
-    data = document.get("data") if isinstance(document, dict) else None
-    if not isinstance(data, dict):
-        return [], {}
-    history = data.get("conversationHistory")
-    return (history if isinstance(history, list) else []), data
-
-
 def assemble(head: bytes, history_at: int | None, entries: Iterable[bytes]) -> bytes:
     if history_at is None:
         return head

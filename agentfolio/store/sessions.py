@@ -42,7 +42,6 @@ from agentfolio.store.documents import (
     PackedEntry,
     assemble,
     head_with_history,
-    history_and_data,
     pack_entry,
     split_document,
     unpack_body,
@@ -526,7 +525,7 @@ class Sessions:
             durable_state.read(document, strict=False, source=session_id)
         except (NotFound, FormatError):
             return
-        total, per_entry, latencies = history_facts(*history_and_data(document))
+        total, per_entry, latencies = history_facts(*durable_state.history_and_data(document))
         if len(per_entry) != info.entry_count:
             return
         with write_transaction(self.engine) as connection:
@@ -718,7 +717,7 @@ class Sessions:
              problems: Sequence[Problem]) -> NewSession:
         """A checked durable state cut into its rows, counted."""
         head, history_at, history = split_document(document)
-        total, per_entry, latencies = history_facts(*history_and_data(document))
+        total, per_entry, latencies = history_facts(*durable_state.history_and_data(document))
         packed = [self._pack(entry, facts) for entry, facts in zip(history, per_entry, strict=True)]
         row = _session_row(session_id, agent, document, head, history_at, packed, total, per_entry,
                            source_hash=source_hash)
