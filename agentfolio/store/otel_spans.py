@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from agentfolio.otel.mapping import MappedSpan, registry_span_id
+from agentfolio.otel.mapping import MappedSpan, registry_span_ids
 from agentfolio.otel.span_types import otel_span_type
 from agentfolio.registry import ids
 from agentfolio.registry.schema_versions import SchemaVersionDraft
@@ -384,14 +384,24 @@ class _Write:
         key = (trace_id, span_id)
         found = self._ids.get(key)
         if found is None:
-            found = self._ids[key] = registry_span_id(self.info.partition, self.pk, trace_id, span_id,
-                                                      self.epochs[trace_id])
+            self._derive_ids([key])
+            found = self._ids[key]
         return found
+
+    def _derive_ids(self, keys: list[tuple[str, str]]) -> None:
+        """The row ids of these (trace id, span id), all derived at once (see :meth:`_id`)."""
+        wanted = [key for key in dict.fromkeys(keys) if key not in self._ids]
+        epochs = self.epochs
+        made = registry_span_ids(self.info.partition, self.pk,
+                                 [(trace_id, span_id, epochs[trace_id]) for trace_id, span_id in wanted])
+        self._ids.update(zip(wanted, made, strict=True))
 
     def run(self, spans: list[MappedSpan]) -> WrittenSpans:
         result = WrittenSpans()
         self.epochs = TraceEpochs(self.rows.conn, self.rows.scope).fix((m.trace_id for m in spans),
                                                                        self.stamp // 1000)
+        self._derive_ids([(m.trace_id, m.span.span_id) for m in spans]
+                         + [(m.trace_id, m.span.parent_span_id) for m in spans if m.span.parent_span_id])
         fresh: dict[str, MappedSpan] = {}
         for mapped in spans:
             row_id = self._id(mapped.trace_id, mapped.span.span_id)
