@@ -416,7 +416,7 @@ class _Write:
         if not fresh:
             return result
         agent_of = self._agents_of(fresh)
-        agents = self._agent_rows(set(agent_of.values()))
+        agents = self._agent_rows(set(agent_of.values()), {m.service_name for m in fresh.values()})
         versions = self._versions(agents, fresh, agent_of)
         instances = self._instances(fresh, agent_of, agents, versions)
         instance_of = {row_id: instances[(agents[agent_of[row_id]], mapped.trace_id)]
@@ -501,10 +501,12 @@ class _Write:
 
         return {row_id: resolve(row_id) for row_id in fresh}
 
-    def _agent_rows(self, names: set[str]) -> dict[str, str]:
-        """Agent identifier → agent id, creating the agents not seen before."""
+    def _agent_rows(self, names: set[str], services: set[str]) -> dict[str, str]:
+        """Agent identifier → agent id, creating the agents not seen before; and of the
+        ``services`` the spans came from, those stored as agents (only their traces can
+        hold spans to move: see :meth:`_rehome`), in the same statement."""
         wanted = sorted(names)
-        found = self.rows.agents_named(wanted)
+        found = self.rows.agents_named(sorted(names | services))
         for name in wanted:
             if name not in found:
                 agent_id = ids.new_id(self.info.partition)
@@ -633,8 +635,11 @@ class _Write:
         named = {row_id: m for row_id, m in fresh.items() if agent_of[row_id] != m.service_name}
         if not named:
             return
+        # No trace is filed under a service that is no agent: nothing to look for.
+        services = sorted({m.service_name for m in named.values()} & agents.keys())
+        if not services:
+            return
         traces = sorted({m.trace_id for m in named.values()})
-        services = sorted({m.service_name for m in named.values()})
         fallbacks: dict[str, list[str]] = defaultdict(list)  # trace id → instance ids filed under a service
         for instance_id, trace_id in self.rows.service_instances(services, traces):
             fallbacks[trace_id].append(instance_id)
