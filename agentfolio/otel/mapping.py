@@ -18,7 +18,6 @@ instance), its span type, its status, and the payload stored for it.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
@@ -36,7 +35,6 @@ LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "comp
 #: OpenInference span kinds (``openinference.span.kind``).
 OPENINFERENCE_KINDS = frozenset({"LLM", "EMBEDDING", "CHAIN", "RETRIEVER", "RERANKER", "TOOL", "AGENT",
                                  "GUARDRAIL", "EVALUATOR", "PROMPT"})
-_CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ids.ALPHABET)
 _SESSION_SAFE = re.compile(r"[A-Za-z0-9@][A-Za-z0-9._:@-]{0,199}")
 
 
@@ -177,29 +175,21 @@ def registry_span_ids(partition: int, account_key: int,
                       spans: Sequence[tuple[str, str, int | None]]) -> list[str]:
     """:func:`registry_span_id` of each (trace id, span id, epoch) at once.
 
-    An id is 32 base32 digits: the first 16 are the time part and the partition (80
-    bits), the same for every span of a trace once its epoch is fixed; the last 16 are
-    the random part (80 bits, the hash's bytes 6 to 16).  So the random parts of a whole
-    request go through the base32 encoder in one call (it costs as much per call as the
-    hash) and each trace's first half is encoded once."""
+    An id is 32 digits: the first 16 are the time part and the partition (80 bits), the
+    same for every span of a trace once its epoch is fixed, so encoded once a request; the
+    last 16 are the random part (80 bits: the hash's bytes 6 to 16)."""
     sha256 = hashlib.sha256
-    digests = [sha256(f"{account_key}:{trace_id}:{span_id}".encode()).digest() for trace_id, span_id, _ in spans]
-    randoms = _base32(b"".join([digest[6:16] for digest in digests]))
     heads: dict[int, str] = {}
     out = []
-    for index, (_trace_id, _span_id, epoch_ms) in enumerate(spans):
+    for trace_id, span_id, epoch_ms in spans:
+        digest = sha256(f"{account_key}:{trace_id}:{span_id}".encode()).digest()
         # Without an epoch: the hash's first 48 bits, as the time part of 43 bits.
-        timestamp = int.from_bytes(digests[index][:6], "big") % (1 << 43) if epoch_ms is None else epoch_ms
+        timestamp = int.from_bytes(digest[:6], "big") % (1 << 43) if epoch_ms is None else epoch_ms
         head = heads.get(timestamp)
         if head is None:
-            head = heads[timestamp] = _base32(((timestamp << ids.PARTITION_BITS) | partition).to_bytes(10, "big"))
-        out.append(head + randoms[16 * index:16 * index + 16])
+            head = heads[timestamp] = ids.encode_80_bits((timestamp << ids.PARTITION_BITS) | partition)
+        out.append(head + ids.encode_80_bits(int.from_bytes(digest[6:16], "big")))
     return out
-
-
-def _base32(data: bytes) -> str:
-    """``data`` (a multiple of 5 bytes) in the registry ids' base32 alphabet, through the C encoder."""
-    return base64.b32encode(data).decode().translate(_CROCKFORD)
 
 
 def _clip(text: str) -> str:
