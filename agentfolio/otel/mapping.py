@@ -18,10 +18,9 @@ instance), its span type, its status, and the payload stored for it.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +35,6 @@ LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "comp
 #: OpenInference span kinds (``openinference.span.kind``).
 OPENINFERENCE_KINDS = frozenset({"LLM", "EMBEDDING", "CHAIN", "RETRIEVER", "RERANKER", "TOOL", "AGENT",
                                  "GUARDRAIL", "EVALUATOR", "PROMPT"})
-_CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ids.ALPHABET)
 _SESSION_SAFE = re.compile(r"[A-Za-z0-9@][A-Za-z0-9._:@-]{0,199}")
 
 
@@ -170,13 +168,28 @@ def registry_span_id(partition: int, account_key: int, trace_id: str, span_id: s
     are written at the end of each index instead of all over it.  ``None``: the
     derivation of traces stored before epochs existed, whose time part comes from the
     hash (up to year 2248).  The random part is the hash either way."""
-    digest = hashlib.sha256(f"{account_key}:{trace_id}:{span_id}".encode()).digest()
-    number = int.from_bytes(digest[:16], "big")
-    timestamp = (number >> ids.RANDOM_BITS) % (1 << 43) if epoch_ms is None else epoch_ms
-    value = (timestamp << (ids.PARTITION_BITS + ids.RANDOM_BITS)) | (partition << ids.RANDOM_BITS) \
-        | (number & ids.MAX_RANDOM)
-    # ids.encode's layout (160 bits, 32 base32 digits), through the C base32 encoder.
-    return base64.b32encode(value.to_bytes(20, "big")).decode().translate(_CROCKFORD)
+    return registry_span_ids(partition, account_key, [(trace_id, span_id, epoch_ms)])[0]
+
+
+def registry_span_ids(partition: int, account_key: int,
+                      spans: Sequence[tuple[str, str, int | None]]) -> list[str]:
+    """:func:`registry_span_id` of each (trace id, span id, epoch) at once.
+
+    An id is 32 digits: the first 16 are the time part and the partition (80 bits), the
+    same for every span of a trace once its epoch is fixed, so encoded once a request; the
+    last 16 are the random part (80 bits: the hash's bytes 6 to 16)."""
+    sha256 = hashlib.sha256
+    heads: dict[int, str] = {}
+    out = []
+    for trace_id, span_id, epoch_ms in spans:
+        digest = sha256(f"{account_key}:{trace_id}:{span_id}".encode()).digest()
+        # Without an epoch: the hash's first 48 bits, as the time part of 43 bits.
+        timestamp = int.from_bytes(digest[:6], "big") % (1 << 43) if epoch_ms is None else epoch_ms
+        head = heads.get(timestamp)
+        if head is None:
+            head = heads[timestamp] = ids.encode_80_bits((timestamp << ids.PARTITION_BITS) | partition)
+        out.append(head + ids.encode_80_bits(int.from_bytes(digest[6:16], "big")))
+    return out
 
 
 def _clip(text: str) -> str:

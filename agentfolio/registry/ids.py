@@ -45,6 +45,8 @@ MAX_PARTITION = (1 << PARTITION_BITS) - 1
 MAX_RANDOM = (1 << RANDOM_BITS) - 1
 
 _DECODE = {char: value for value, char in enumerate(ALPHABET)}
+#: Every two digits, by their 10-bit value.
+_PAIRS = tuple(first + second for first in ALPHABET for second in ALPHABET)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +68,17 @@ def encode(timestamp_ms: int, partition: int, randomness: int) -> str:
         raise ValueError(f"partition {partition} is outside 0…{MAX_PARTITION}")
     if not 0 <= randomness <= MAX_RANDOM:
         raise ValueError(f"random part {randomness} is outside 0…{MAX_RANDOM}")
-    value = (timestamp_ms << (PARTITION_BITS + RANDOM_BITS)) | (partition << RANDOM_BITS) | randomness
-    chars = []
-    for _ in range(ID_LENGTH):
-        chars.append(ALPHABET[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+    return encode_80_bits((timestamp_ms << PARTITION_BITS) | partition) + encode_80_bits(randomness)
+
+
+def encode_80_bits(value: int) -> str:
+    """16 digits of an 80-bit value: an ID's first half (timestamp and partition) or its
+    second (the random part).  Two digits a lookup: a digit at a time cost four times
+    more, and so did ``base64.b32encode`` (a Python loop too) with a translation."""
+    pairs = _PAIRS
+    return (pairs[value >> 70] + pairs[(value >> 60) & 1023] + pairs[(value >> 50) & 1023]
+            + pairs[(value >> 40) & 1023] + pairs[(value >> 30) & 1023] + pairs[(value >> 20) & 1023]
+            + pairs[(value >> 10) & 1023] + pairs[value & 1023])
 
 
 def is_id(value: object) -> bool:

@@ -19,6 +19,7 @@ them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 import sqlalchemy as sa
@@ -26,6 +27,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from agentfolio.store.errors import StoreUnavailable
 from agentfolio.store.registry.base import Rows
+from agentfolio.store.registry.bulk import execute_many
 from agentfolio.store.registry_tables import otel_trace_epochs as t_epochs
 
 __all__ = ["TraceEpoch", "TraceEpochs"]
@@ -50,7 +52,7 @@ class TraceEpochs(Rows):
             # An epoch deleted between the insert and the read (a trace past the retention
             # window) is inserted again: the trace starts afresh.
             for _attempt in range(_ATTEMPTS):
-                self.conn.execute(self._insert_if_absent(), self.scope.rows(
+                execute_many(self.conn, _insert_if_absent(self.conn.dialect.name), self.scope.rows(
                     {"trace_id": trace_id, "epoch_ms": now_ms, "legacy_ids": False} for trace_id in missing))
                 for trace_id, epoch_ms, legacy in self.conn.execute(
                         self.scope.select(t_epochs, t_epochs.c.trace_id, t_epochs.c.epoch_ms, t_epochs.c.legacy_ids)
@@ -64,6 +66,8 @@ class TraceEpochs(Rows):
                 raise StoreUnavailable("the epochs of these traces keep being deleted")
         return found
 
-    def _insert_if_absent(self) -> sa.Insert:
-        insert = (postgresql.insert if self.conn.dialect.name == "postgresql" else sqlite.insert)(t_epochs)
-        return insert.on_conflict_do_nothing(index_elements=[t_epochs.c.account_pk, t_epochs.c.trace_id])
+
+@functools.cache  # one statement per dialect: execute_many compiles it once
+def _insert_if_absent(dialect: str) -> sa.Insert:
+    insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(t_epochs)
+    return insert.on_conflict_do_nothing(index_elements=[t_epochs.c.account_pk, t_epochs.c.trace_id])

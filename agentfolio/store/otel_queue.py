@@ -26,6 +26,7 @@ queue grows on disk, never in memory, and only as far as the limit.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import time
 from collections import defaultdict
@@ -43,7 +44,7 @@ from agentfolio.store.accounts import Account
 from agentfolio.store.engine import read_transaction, write_transaction
 from agentfolio.store.errors import StoreUnavailable
 from agentfolio.store.registry.base import Rows
-from agentfolio.store.registry.bulk import insert_many
+from agentfolio.store.registry.bulk import execute_many, insert_many
 from agentfolio.store.registry_tables import otel_work as t_work
 from agentfolio.store.registry_tables import otel_work_spans as t_waiting
 from agentfolio.store.registry_tables import registry_agents as t_agents
@@ -104,7 +105,7 @@ class QueueRows(Rows):
                  "generation": 1, "lease_until": 0, "claim": None, "attempts": 0} for session_id in sorted(spans)]
         # The rows are locked in one order by everybody (sorted ids), so two requests and a
         # finishing worker never wait for each other in a circle.
-        self.conn.execute(_upsert(self.conn.dialect.name), rows)
+        execute_many(self.conn, _upsert(self.conn.dialect.name), rows)
 
     def waiting(self, session_ids: Sequence[str], limit: int) -> dict[str, list[WaitingSpan]]:
         """The spans each of these sessions has to take in, in start order (at most
@@ -137,6 +138,7 @@ class QueueRows(Rows):
                                       .where(t_waiting.c.session_id == session_id)).scalars())
 
 
+@functools.cache  # one statement per dialect: execute_many compiles it once
 def _upsert(dialect: str) -> Any:
     from sqlalchemy.dialects import postgresql, sqlite
 

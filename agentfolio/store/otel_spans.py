@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from agentfolio.otel.mapping import MappedSpan, registry_span_id
+from agentfolio.otel.mapping import MappedSpan, registry_span_ids
 from agentfolio.otel.span_types import otel_span_type
 from agentfolio.registry import ids
 from agentfolio.registry.schema_versions import SchemaVersionDraft
@@ -384,14 +384,24 @@ class _Write:
         key = (trace_id, span_id)
         found = self._ids.get(key)
         if found is None:
-            found = self._ids[key] = registry_span_id(self.info.partition, self.pk, trace_id, span_id,
-                                                      self.epochs[trace_id])
+            self._derive_ids([key])
+            found = self._ids[key]
         return found
+
+    def _derive_ids(self, keys: list[tuple[str, str]]) -> None:
+        """The row ids of these (trace id, span id), all derived at once (see :meth:`_id`)."""
+        wanted = [key for key in dict.fromkeys(keys) if key not in self._ids]
+        epochs = self.epochs
+        made = registry_span_ids(self.info.partition, self.pk,
+                                 [(trace_id, span_id, epochs[trace_id]) for trace_id, span_id in wanted])
+        self._ids.update(zip(wanted, made, strict=True))
 
     def run(self, spans: list[MappedSpan]) -> WrittenSpans:
         result = WrittenSpans()
         self.epochs = TraceEpochs(self.rows.conn, self.rows.scope).fix((m.trace_id for m in spans),
                                                                        self.stamp // 1000)
+        self._derive_ids([(m.trace_id, m.span.span_id) for m in spans]
+                         + [(m.trace_id, m.span.parent_span_id) for m in spans if m.span.parent_span_id])
         fresh: dict[str, MappedSpan] = {}
         for mapped in spans:
             row_id = self._id(mapped.trace_id, mapped.span.span_id)
@@ -406,7 +416,7 @@ class _Write:
         if not fresh:
             return result
         agent_of = self._agents_of(fresh)
-        agents = self._agent_rows(set(agent_of.values()))
+        agents = self._agent_rows(set(agent_of.values()), {m.service_name for m in fresh.values()})
         versions = self._versions(agents, fresh, agent_of)
         instances = self._instances(fresh, agent_of, agents, versions)
         instance_of = {row_id: instances[(agents[agent_of[row_id]], mapped.trace_id)]
@@ -491,10 +501,12 @@ class _Write:
 
         return {row_id: resolve(row_id) for row_id in fresh}
 
-    def _agent_rows(self, names: set[str]) -> dict[str, str]:
-        """Agent identifier → agent id, creating the agents not seen before."""
+    def _agent_rows(self, names: set[str], services: set[str]) -> dict[str, str]:
+        """Agent identifier → agent id, creating the agents not seen before; and of the
+        ``services`` the spans came from, those stored as agents (only their traces can
+        hold spans to move: see :meth:`_rehome`), in the same statement."""
         wanted = sorted(names)
-        found = self.rows.agents_named(wanted)
+        found = self.rows.agents_named(sorted(names | services))
         for name in wanted:
             if name not in found:
                 agent_id = ids.new_id(self.info.partition)
@@ -623,8 +635,11 @@ class _Write:
         named = {row_id: m for row_id, m in fresh.items() if agent_of[row_id] != m.service_name}
         if not named:
             return
+        # No trace is filed under a service that is no agent: nothing to look for.
+        services = sorted({m.service_name for m in named.values()} & agents.keys())
+        if not services:
+            return
         traces = sorted({m.trace_id for m in named.values()})
-        services = sorted({m.service_name for m in named.values()})
         fallbacks: dict[str, list[str]] = defaultdict(list)  # trace id → instance ids filed under a service
         for instance_id, trace_id in self.rows.service_instances(services, traces):
             fallbacks[trace_id].append(instance_id)

@@ -2,20 +2,25 @@
 ``COPY … FROM STDIN`` on PostgreSQL (one statement for the whole batch), one
 ``executemany`` of a prepared statement on SQLite (in-process: no round trips to save).
 Columns packed at rest (:class:`~agentfolio.store.packing.PackedJson`) are packed here,
-as their column type packs them in statements SQLAlchemy runs."""
+as their column type packs them in statements SQLAlchemy runs.
+
+:func:`execute_many` runs any other statement (an upsert) for many rows the same way,
+compiled once."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from agentfolio.store.packing import PackedJson, pack
 
 _INSERT_SQL: dict[tuple[str, str, bool], tuple[str, tuple[str, ...], tuple[int, ...]]] = {}
+_COMPILED: dict[tuple[str, sa.Insert, tuple[str, ...]], tuple[str, tuple[str, ...], dict[str, Any]]] = {}
 #: Below this many rows a PostgreSQL batch is one pipelined ``executemany``; from it on, ``COPY``.
 COPY_FROM_ROWS = 8
 
@@ -47,6 +52,40 @@ def insert_many(connection: Connection, table: sa.Table, rows: list[dict[str, An
                                                                         for v in values])
     except dialect.loaded_dbapi.IntegrityError as error:  # as SQLAlchemy would raise it: callers retry on it
         raise IntegrityError(sql, None, error) from error
+    finally:
+        cursor.close()
+
+
+def execute_many(connection: Connection, statement: sa.Insert, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Run ``statement`` once per row through the driver's ``executemany``: SQLAlchemy's
+    handling of each row's parameters cost more than the statement itself (an upsert of a
+    request's traces or sessions).  The rows name the same columns, with plain values
+    (str, int, bool, None) of columns of plain types; the statement is one kept for reuse
+    (it is compiled once per dialect and set of columns, and held while the process runs)."""
+    if not rows:
+        return
+    dialect = connection.dialect
+    columns = tuple(rows[0])
+    key = (dialect.name, statement, columns)
+    cached = _COMPILED.get(key)
+    if cached is None:
+        compiled = statement.compile(dialect=dialect, column_keys=list(columns))
+        names = tuple(compiled.positiontup or ()) if compiled.positional else ()
+        # Values the statement itself binds (``generation + 1``), not the rows.
+        constants = {name: value for name, value in compiled.params.items() if name not in columns}
+        cached = _COMPILED[key] = (str(compiled), names, constants)
+    sql, names, constants = cached
+    if constants:
+        rows = [{**constants, **row} for row in rows]
+    values: list[Any] = list(rows)
+    if dialect.positional:
+        getter = itemgetter(*names)
+        values = [getter(row) for row in rows] if len(names) > 1 else [(row[names[0]],) for row in rows]
+    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.executemany(sql, values)
+    except dialect.loaded_dbapi.Error as error:  # as SQLAlchemy would raise it: callers tell them apart
+        raise DBAPIError.instance(sql, None, error, dialect.loaded_dbapi.Error) from error
     finally:
         cursor.close()
 

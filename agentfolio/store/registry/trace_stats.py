@@ -33,6 +33,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from agentfolio.store.registry.base import among
+from agentfolio.store.registry.bulk import execute_many
 from agentfolio.store.registry.span_counts import SpanTotals
 from agentfolio.store.registry_tables import registry_spans as t_spans
 from agentfolio.store.registry_tables import registry_trace_stats as t_stats
@@ -135,7 +136,7 @@ class TraceCounts:
                 for instance_id, change in sorted(self.changes.items()) if change != [0, 0, 0, None, None]]
         self.changes.clear()
         if rows:
-            connection.execute(statement, rows)
+            execute_many(connection, statement, rows)
 
     def discard(self) -> None:
         """Forget what was added up (its writes were rolled back)."""
