@@ -32,7 +32,7 @@ def serve_command(
     from agentfolio._logs import logging_config
     from agentfolio.app import Agentfolio
     from agentfolio.app.demo import load_demo
-    from agentfolio.server import create_server
+    from agentfolio.server import create_server, memory
     from agentfolio.settings import Settings, SettingsError
 
     try:
@@ -78,6 +78,7 @@ def serve_command(
             _serve_workers(host, port, workers, log_level, log_config)
             return
         server = create_server(settings, folio=folio, viewer_account=account)
+        memory.freeze_start_up()  # this process serves: its start-up objects live as long as it does
         # A request still running must not hold the server past a few seconds after SIGTERM.
         uvicorn.run(server, host=host, port=port, log_level=log_level, log_config=log_config,
                     timeout_graceful_shutdown=10)

@@ -111,4 +111,6 @@ def app_from_env() -> FastAPI:
     settings = Settings.from_env()
     if settings.log_format == "json":
         _logs.configure(logging.getLevelName(logging.getLogger("uvicorn").getEffectiveLevel()).lower(), "json")
-    return create_server(settings)
+    server = create_server(settings)
+    memory.freeze_start_up()  # this process serves: its start-up objects live as long as it does
+    return server
