@@ -8,7 +8,7 @@ from agentfolio.store.accounts import Account
 
 if TYPE_CHECKING:
     from agentfolio.store import Store
-    from agentfolio.store.tokens import TokenInfo
+    from agentfolio.store.tokens import TokenInfo, Tokens
 
 __all__ = ["VIEWER_SESSION_SECONDS", "Account", "AccountService"]
 
@@ -18,8 +18,14 @@ VIEWER_SESSION_SECONDS = 24 * 3600
 
 class AccountService:
     def __init__(self, store: Store) -> None:
+        self._store = store
         self._accounts = store.accounts
-        self._tokens = store.tokens
+
+    @property
+    def _tokens(self) -> Tokens:
+        # Opened when a token is asked about: its module loads the registry's tables,
+        # which a command that only stores sessions never needs.
+        return self._store.tokens
 
     def get(self, name: str) -> Account | None:
         return self._accounts.get(name)
