@@ -1,4 +1,5 @@
-"""How many C allocator arenas a server's threads share.
+"""How a serving process keeps its memory: the C allocator arenas its threads share, and its
+start-up objects out of Python's full collections.
 
 glibc gives each new thread a malloc arena of its own, up to eight per core: the request
 threads of a server (40 by default) would use sixteen on two cores.  Each arena keeps its

@@ -190,7 +190,6 @@ background_jobs = sa.Table(
 )
 
 
-
 def every_table() -> sa.MetaData:
     """:data:`metadata` with every area's tables.  The agent registry defines its tables
     on it (migration 0002_registry) when its module is first imported, which a command
