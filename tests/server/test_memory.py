@@ -4,6 +4,7 @@ set ``MALLOC_ARENA_MAX``)."""
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import subprocess
 import sys
@@ -76,8 +77,6 @@ print(json.dumps({"walked": walked, "frozen": gc.get_freeze_count(), "collected"
 
 def _collector(mode: str) -> dict[str, int]:
     done = subprocess.run([sys.executable, "-c", FROZEN, mode], capture_output=True, text=True, check=True)
-    import json
-
     return dict(json.loads(done.stdout.splitlines()[-1]))
 
 

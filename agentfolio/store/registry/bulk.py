@@ -9,7 +9,8 @@ compiled once."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from operator import itemgetter
 from typing import Any
 
@@ -41,8 +42,7 @@ def insert_many(connection: Connection, table: sa.Table, rows: list[dict[str, An
         raise IntegrityError(sql, None, ValueError(f"column {missing} has no value")) from None
     if packed:
         values = [_pack(row_values, packed) for row_values in values]
-    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-    try:
+    with _driver_cursor(connection, sql) as cursor:
         if copying:
             with cursor.copy(sql) as copy:
                 for row_values in values:
@@ -50,10 +50,6 @@ def insert_many(connection: Connection, table: sa.Table, rows: list[dict[str, An
         else:
             cursor.executemany(sql, values if dialect.positional else [dict(zip(names, v, strict=True))
                                                                         for v in values])
-    except dialect.loaded_dbapi.IntegrityError as error:  # as SQLAlchemy would raise it: callers retry on it
-        raise IntegrityError(sql, None, error) from error
-    finally:
-        cursor.close()
 
 
 def execute_many(connection: Connection, statement: sa.Insert, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -81,10 +77,20 @@ def execute_many(connection: Connection, statement: sa.Insert, rows: Sequence[Ma
     if dialect.positional:
         getter = itemgetter(*names)
         values = [getter(row) for row in rows] if len(names) > 1 else [(row[names[0]],) for row in rows]
+    with _driver_cursor(connection, sql) as cursor:
+        cursor.executemany(sql, values)
+
+
+@contextmanager
+def _driver_cursor(connection: Connection, sql: str) -> Iterator[Any]:
+    """A cursor of the connection's driver, for ``sql``; the driver's errors raised as
+    SQLAlchemy raises them (IntegrityError, OperationalError…), which callers tell apart:
+    a unique key taken is retried, a busy database answered 503."""
+    dialect = connection.dialect
     cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
-        cursor.executemany(sql, values)
-    except dialect.loaded_dbapi.Error as error:  # as SQLAlchemy would raise it: callers tell them apart
+        yield cursor
+    except dialect.loaded_dbapi.Error as error:
         raise DBAPIError.instance(sql, None, error, dialect.loaded_dbapi.Error) from error
     finally:
         cursor.close()
