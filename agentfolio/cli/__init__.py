@@ -3,7 +3,8 @@ errors (:mod:`agentfolio.cli.output`).
 
 Start-up matters for a command line (a pre-commit hook validates one file per process):
 command modules import the store, the server and the formats' heavier parts inside the
-commands that need them, never at module level.
+commands that need them, never at module level; and the collector leaves what a command
+loads alone until the command has started (:mod:`agentfolio.cli.startup`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,19 @@ import sys
 
 import typer
 
-from agentfolio.cli import agents, body, database, documents, governance, instances, serve, sessions, tokens, traces
+from agentfolio.cli import (
+    agents,
+    body,
+    database,
+    documents,
+    governance,
+    instances,
+    serve,
+    sessions,
+    startup,
+    tokens,
+    traces,
+)
 
 __all__ = ["app", "main"]
 
@@ -29,8 +42,11 @@ for group in (documents, sessions, tokens, agents, instances, governance, traces
 
 
 def main() -> None:
+    startup.begin()
     try:
         app()
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
+    finally:
+        startup.over(freeze=False)

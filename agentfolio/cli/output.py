@@ -22,6 +22,7 @@ import orjson
 import typer
 
 from agentfolio import _json
+from agentfolio.cli import startup
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
@@ -139,12 +140,14 @@ def open_folio() -> Agentfolio:
     from agentfolio.settings import Settings, SettingsError
 
     try:
-        return Agentfolio.open(Settings.from_env())
+        folio = Agentfolio.open(Settings.from_env())
     except SettingsError as error:
         fail(str(error), EXIT_USAGE)
     except Exception as error:  # a database that cannot be reached or opened
         first = str(error).splitlines()[0] if str(error) else ""
         fail(f"cannot open the store: {type(error).__name__}: {first}")
+    startup.over()
+    return folio
 
 
 AccountOption = typer.Option(DEFAULT_ACCOUNT, "--account", help="The account to work as.")

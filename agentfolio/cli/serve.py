@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from agentfolio.cli import startup
 from agentfolio.cli.output import EXIT_USAGE, fail, stdout
 
 __all__ = ["register"]
@@ -73,6 +74,8 @@ def serve_command(
             stdout().print(f"agentfolio viewer on {base}/ (sign in with a token), API on {base}/api/v1 "
                            f"(docs at {base}/docs); tokens: agentfolio token create --account NAME")
         sys.stdout.flush()
+        # Collection resumes (see cli.startup); a serving process freezes its own start-up below.
+        startup.over(freeze=False)
         if workers > 1:
             folio.close()  # the store was opened (and migrated) once here; each worker opens its own
             _serve_workers(host, port, workers, log_level, log_config)
