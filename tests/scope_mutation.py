@@ -34,6 +34,7 @@ def _unscoped(method: str, original: Any) -> Any:
 _UNSCOPED: dict[str, Any] = {
     "owns": lambda self, table: sa.true(),
     "select": lambda self, table, *columns: sa.select(*(columns or (table,))).select_from(table),
+    "select_by_key": lambda self, table, *columns: sa.select(*(columns or (table,))).select_from(table),
     "count": lambda self, table: sa.select(sa.func.count()).select_from(table),
     "exists": lambda self, table, *conditions: sa.exists().where(*conditions) if conditions else sa.exists(),
     "update": lambda self, table: sa.update(table),

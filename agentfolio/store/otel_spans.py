@@ -53,7 +53,7 @@ from agentfolio.store.otel_queue import QueueRows
 from agentfolio.store.registry import AccountRecord, RegistryStore, RegistryUnit
 from agentfolio.store.registry.base import Rows
 from agentfolio.store.registry.bulk import insert_many
-from agentfolio.store.registry.trace_stats import TraceCounts, update_spans
+from agentfolio.store.registry.trace_stats import TraceCounts, update_each_span, update_spans
 from agentfolio.store.registry_tables import (
     otel_conversations as t_conversations,
 )
@@ -281,11 +281,12 @@ class OtelRows(Rows):
     def update_instance(self, instance_id: str, **changes: Any) -> None:
         self.conn.execute(self.scope.update(t_instances).where(t_instances.c.id == instance_id).values(**changes))
 
-    def delete_instance_if_empty(self, instance_id: str) -> None:
+    def delete_instances_if_empty(self, instance_ids: list[str]) -> None:
         self.apply_counts()  # the spans moved out are counted before the stats row goes with the instance
         # The spans of an instance are its account's: the instance's scope covers them.
-        self.conn.execute(self.scope.delete(t_instances).where(
-            t_instances.c.id == instance_id, ~sa.exists().where(t_spans.c.instance_id == t_instances.c.id)))
+        for chunk in _chunks(instance_ids):
+            self.conn.execute(self.scope.delete(t_instances).where(
+                self.among(t_instances.c.id, chunk), ~sa.exists().where(t_spans.c.instance_id == t_instances.c.id)))
 
     def service_instances(self, services: list[str], trace_ids: list[str]) -> list[tuple[str, str]]:
         """(instance id, trace id) of the traces filed under one of these service agents."""
@@ -298,14 +299,28 @@ class OtelRows(Rows):
                        self.among(t_instances.c.external_identifier, chunk))).all())
         return found
 
-    def span_tree(self, instance_id: str) -> list[tuple[str, str | None, str]]:
-        """(span id, parent span id, span type) of every span of the instance."""
-        return list(self.conn.execute(self.scope.select(t_spans, t_spans.c.id, t_spans.c.parent_span_id,
-                                                        t_spans.c.schema_name)
-                                      .where(t_spans.c.instance_id == instance_id)).all())
+    def span_trees(self, instance_ids: list[str]) -> dict[str, list[tuple[str, str | None, str]]]:
+        """Instance id → (span id, parent span id, span type) of every span of it."""
+        found: dict[str, list[tuple[str, str | None, str]]] = defaultdict(list)
+        for chunk in _chunks(instance_ids):
+            for instance_id, span_id, parent_id, schema_name in self.conn.execute(self.scope.select_by_key(
+                    t_spans, t_spans.c.instance_id, t_spans.c.id, t_spans.c.parent_span_id, t_spans.c.schema_name)
+                    .where(self.among(t_spans.c.instance_id, chunk))):
+                found[instance_id].append((span_id, parent_id, schema_name))
+        return found
 
-    def move_spans(self, span_ids: list[str], **changes: Any) -> None:
+    def update_spans(self, span_ids: list[str], **changes: Any) -> None:
+        """Set ``changes`` on these spans, their traces' counts kept."""
         update_spans(self.conn, self.scope, span_ids, self.counts, **changes)
+
+    def update_each_span(self, changes: dict[str, dict[str, Any]]) -> None:
+        """Set on each span (key: its id) its own values, their traces' counts kept."""
+        update_each_span(self.conn, self.scope, changes, self.counts)
+
+    def update_instances(self, instance_ids: list[str], **changes: Any) -> None:
+        for chunk in _chunks(instance_ids):
+            self.conn.execute(self.scope.update(t_instances).where(self.among(t_instances.c.id, chunk))
+                              .values(**changes))
 
     def waiting_for(self, parent_ids: list[str]) -> list[Any]:
         """Spans stored before their parent, among the children of ``parent_ids`` (through
@@ -317,8 +332,6 @@ class OtelRows(Rows):
                 .where(t_spans.c.parent_found == sa.false(), self.among(t_spans.c.parent_span_id, chunk))))
         return found
 
-    def update_span(self, span_id: str, **changes: Any) -> None:
-        update_spans(self.conn, self.scope, [span_id], self.counts, **changes)
 
     def insert_spans(self, rows: list[dict[str, Any]]) -> None:
         scoped = self.scope.rows(rows)
@@ -378,6 +391,8 @@ class _Write:
         self._ids: dict[tuple[str, str], str] = {}
         self.epochs: dict[str, TraceEpoch] = {}
         self.created: list[tuple[str, str]] = []
+        #: Agent id → the schema version this request last found or made for it (see _declare).
+        self._declared: dict[str, CompiledSchemaVersion] = {}
 
     def _id(self, trace_id: str, span_id: str) -> str:
         """The row id of a span of one of this request's traces (a parent's too: it shares the trace)."""
@@ -525,6 +540,16 @@ class _Write:
         return {agent_id: self._declare(agent_id, seen) for agent_id, seen in names.items()}
 
     def _declare(self, agent_id: str, seen: set[str]) -> CompiledSchemaVersion:
+        # Within one request (one write transaction) the version found or made for the
+        # agent stays its newest and current: a trace moving in with types it declares
+        # needs no second look.
+        known = self._declared.get(agent_id)
+        if known is not None and seen <= known.span_types.keys():
+            return known
+        self._declared[agent_id] = compiled = self._declare_anew(agent_id, seen)
+        return compiled
+
+    def _declare_anew(self, agent_id: str, seen: set[str]) -> CompiledSchemaVersion:
         # The newest version is the base: one a user created to declare the data risk of the
         # span types seen so far is what later traces run under (and what any new span
         # type extends), as a Prefactor run takes the version it registers with.
@@ -643,10 +668,15 @@ class _Write:
         fallbacks: dict[str, list[str]] = defaultdict(list)  # trace id → instance ids filed under a service
         for instance_id, trace_id in self.rows.service_instances(services, traces):
             fallbacks[trace_id].append(instance_id)
+        trees = self.rows.span_trees(sorted({fallback for found in fallbacks.values() for fallback in found}))
+        # What moves where, written together once every trace is looked at.
+        moves: dict[str, dict[str, Any]] = {}
+        versioned: dict[str | None, list[str]] = defaultdict(list)  # schema version id → the traces now running it
+        emptied: list[str] = []
         for trace_id, instance_ids in fallbacks.items():
             for fallback in instance_ids:
                 children: dict[str, list[tuple[str, str]]] = defaultdict(list)
-                for span_id, parent_id, schema_name in self.rows.span_tree(fallback):
+                for span_id, parent_id, schema_name in trees.get(fallback, ()):
                     if parent_id is not None:
                         children[parent_id].append((span_id, schema_name))
                 moved_any = False
@@ -663,14 +693,18 @@ class _Write:
                         continue
                     agent_id = agents[agent_of[row_id]]
                     version = self._declare(agent_id, {name for _, name in moving})
-                    self.rows.update_instance(instance_of[row_id], schema_version_id=version.id,
-                                              updated_at=self.stamp)
-                    self.rows.move_spans([span_id for span_id, _ in moving], agent_id=agent_id,
-                                         instance_id=instance_of[row_id], schema_version_id=version.id,
-                                         updated_at=self.stamp)
+                    versioned[version.id].append(instance_of[row_id])
+                    for span_id, _ in moving:
+                        moves[span_id] = {"agent_id": agent_id, "instance_id": instance_of[row_id],
+                                          "schema_version_id": version.id, "updated_at": self.stamp}
                     moved_any = True
                 if moved_any:
-                    self.rows.delete_instance_if_empty(fallback)
+                    emptied.append(fallback)
+        for version_id, instance_ids in versioned.items():
+            self.rows.update_instances(instance_ids, schema_version_id=version_id, updated_at=self.stamp)
+        self.rows.update_each_span(moves)
+        if emptied:
+            self.rows.delete_instances_if_empty(emptied)
 
     def _found_children(self, new_ids: list[str]) -> None:
         """Spans stored before their parent (now here) stop being flagged for it."""
@@ -678,6 +712,8 @@ class _Write:
         if not children:
             return
         parents = self.rows.instances_of_spans(sorted({child.parent_span_id for child in children}))
+        # Children whose validation ends the same (nearly all: valid) are updated together.
+        alike: dict[tuple[str, bytes | None], list[str]] = defaultdict(list)
         for child in children:
             if parents.get(child.parent_span_id) != child.instance_id:
                 continue
@@ -686,7 +722,9 @@ class _Write:
             notes = [n for n in (recorded.get("note") or "").split("; ") if n and n != PARENT_MISSING]
             status = "invalid" if problems else (
                 "unchecked" if any(note != SENSITIVE_CHECKED for note in notes) else "valid")
-            self.rows.update_span(child.id, parent_found=True, validation_status=status,
-                                  validation=None if status == "valid" else orjson.dumps(
-                                      {"status": status, "problems": problems, "note": "; ".join(notes) or None}),
-                                  updated_at=self.stamp)
+            validation = None if status == "valid" else orjson.dumps(
+                {"status": status, "problems": problems, "note": "; ".join(notes) or None})
+            alike[(status, validation)].append(child.id)
+        for (status, validation), span_ids in alike.items():
+            self.rows.update_spans(span_ids, parent_found=True, validation_status=status, validation=validation,
+                                 updated_at=self.stamp)

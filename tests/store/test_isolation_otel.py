@@ -135,7 +135,7 @@ READS: list[tuple[str, Callable[[OtelRows, Holdings], Any]]] = [
     ("agent_version_with", lambda r, a: r.agent_version_with(a.agent, a.agent_version_fingerprint)),
     ("instances_of_traces", lambda r, a: r.instances_of_traces(a.agent, [TRACE])),
     ("service_instances", lambda r, a: r.service_instances([f"lonely-{_name(a)}"], [LONELY_TRACE])),
-    ("span_tree", lambda r, a: r.span_tree(a.instance)),
+    ("span_trees", lambda r, a: r.span_trees([a.instance])),
     ("waiting_for", lambda r, a: r.waiting_for([a.orphan_parent])),
     ("session_spans", lambda r, a: r.session_spans(a.conversation, 100)),
     ("session_span_counts", lambda r, a: r.session_span_counts([a.conversation])),
@@ -177,11 +177,11 @@ def test_a_unit_changes_nothing_of_another_account(two: tuple[Holdings, Holdings
         rows.run_schema_version(alice.agent, bob.version, 1)
         rows.insert_agent_version(alice.bare_agent, id="0" * 31 + "1", name="x", fingerprint="f" * 64,
                                   inserted_at=0)
-        rows.move_spans(alice.spans, agent_id=bob.agent, instance_id=bob.instance)
-        rows.update_span(alice.spans[0], status="failed")
+        rows.update_spans(alice.spans, agent_id=bob.agent, instance_id=bob.instance)
+        rows.update_spans(alice.spans[:1], status="failed")
         rows.keep_conversations({alice.conversation: ConversationRecord(b"bob", 7, 7)})
         QueueRows(rows.conn, rows.scope).enqueue({alice.conversation: [(alice.spans[0], True)]})
-        rows.delete_instance_if_empty(alice.instance)
+        rows.delete_instances_if_empty([alice.instance])
 
     _in_unit(store, bob, vandalise)
     after = _snapshot(store, alice.account_pk)
@@ -205,7 +205,7 @@ def test_a_service_instance_emptied_in_another_account_stays(two: tuple[Holdings
     alice, bob = two
     with write_transaction(store.engine) as connection:
         connection.execute(sa.delete(registry_spans).where(registry_spans.c.account_pk == alice.account_pk))
-    _in_unit(store, bob, lambda rows: rows.delete_instance_if_empty(alice.instance))
+    _in_unit(store, bob, lambda rows: rows.delete_instances_if_empty([alice.instance]))
     with read_transaction(store.engine) as connection:
         assert connection.execute(sa.select(registry_instances.c.id)
                                   .where(registry_instances.c.id == alice.instance)).first() is not None

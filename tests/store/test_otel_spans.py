@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -117,6 +118,65 @@ def test_two_agents_in_one_trace_keep_their_own_spans(store: Store) -> None:
     # The inner agent's span names a parent in the outer agent's trace: flagged, as a cross-trace parent is.
     inner_row = next(row for row in stored if row.schema_name == "invoke_agent Inner")
     assert inner_row.parent_found is False
+
+
+def _children_then_roots(store: Store, traces: int) -> tuple[Any, list[tuple[str, Any]]]:
+    """``traces`` traces (a root naming the agent, seven children) sent as exporters send
+    long runs: every child in one request, the roots in the next; the account and the
+    statements the second request ran (with their parameters)."""
+    account = store.accounts.ensure(f"late-roots-{traces}-{next(_accounts)}")
+    writer = OtelSpans(store.registry)
+    built = [[span(0, None, trace=f"{number:032x}",
+                   attributes={"gen_ai.agent.name": "Planner", "gen_ai.operation.name": "invoke_agent"})]
+             + [span(i, 0, trace=f"{number:032x}", attributes={"gen_ai.operation.name": "chat",
+                                                                "gen_ai.request.model": f"m{i % 2}"})
+                for i in range(1, 8)] for number in range(1, traces + 1)]
+    writer.write(account, map_spans([child for tree in built for child in tree[1:]]))
+    statements: list[tuple[str, Any]] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        statements.append((statement, parameters))
+
+    sa.event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        writer.write(account, map_spans([tree[0] for tree in built]))
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", seen)
+    return account, statements
+
+
+def test_children_stored_before_their_roots_move_to_the_agents_traces_together(store: Store) -> None:
+    account, statements_for_4 = _children_then_roots(store, 4)
+    stored = rows(store, account.pk)
+    assert len(stored) == 32
+    planner = next(agent_id for agent_id, name in agents_of(store, account.pk).items() if name == "Planner")
+    assert {row.agent_id for row in stored} == {planner}
+    assert all(row.validation_status == "valid" and row.parent_found is not False for row in stored)
+    with read_transaction(store.engine) as connection:
+        instances = connection.execute(sa.select(registry_instances).where(
+            registry_instances.c.account_pk == account.pk)).all()
+    # One trace each, the service's stand-ins removed once their spans moved out.
+    assert sorted(row.external_identifier for row in instances) == [f"{n:032x}" for n in range(1, 5)]
+    assert {row.agent_id for row in instances} == {planner}
+    assert {row.instance_id for row in stored} == {row.id for row in instances}
+    # The work does not grow with the traces moved: the same statements for 4 traces as for 64.
+    _account, statements_for_64 = _children_then_roots(store, 64)
+    assert len(statements_for_64) == len(statements_for_4)
+
+
+def test_sqlite_finds_the_spans_of_traces_through_the_trace_index(store: Store) -> None:
+    """Without statistics SQLite rated an index leading with the account as good as the
+    trace's own, and walked every span of the account for each trace a root arrived for."""
+    if store.engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's planner, without statistics; PostgreSQL plans from its own")
+    _account, statements = _children_then_roots(store, 2)
+    by_trace = [(statement, parameters) for statement, parameters in statements
+                if statement.lstrip().startswith("SELECT registry_spans.instance_id, registry_spans.id")]
+    assert len(by_trace) == 1
+    with store.engine.connect() as connection:
+        plan = [row[3] for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + by_trace[0][0],
+                                                             by_trace[0][1])]
+    assert any("registry_spans USING INDEX ix_registry_spans_tree" in step for step in plan), plan
 
 
 def test_otel_span_types_count_as_undeclared_in_the_risk_rollup(store: Store) -> None:

@@ -39,7 +39,7 @@ from agentfolio.store.registry_tables import registry_spans as t_spans
 from agentfolio.store.registry_tables import registry_trace_stats as t_stats
 from agentfolio.store.scope import AccountScope
 
-__all__ = ["COUNTED", "TraceCounts", "recompute", "trace_count", "update_spans"]
+__all__ = ["COUNTED", "TraceCounts", "recompute", "trace_count", "update_each_span", "update_spans"]
 
 #: The span columns the stats and span counts depend on: an update setting none of them
 #: changes neither.
@@ -168,6 +168,34 @@ def update_spans(connection: Connection, scope: AccountScope, span_ids: list[str
         counts.remove(row)
         counts.add({**row, **changes})
     return before
+
+
+def update_each_span(connection: Connection, scope: AccountScope, changes: Mapping[str, Mapping[str, Any]],
+                     counts: TraceCounts) -> None:
+    """Set on each span (key: its id) its own values (the same columns for all), adding to
+    ``counts`` what that changes in their traces' stats: spans moving to traces of their
+    own, say.  Two statements for any number of spans: one reads (on PostgreSQL, locks)
+    the rows as they are, one updates them through the driver's ``executemany``."""
+    if not changes:
+        return
+    columns = sorted(next(iter(changes.values())).keys())
+    span_ids = list(changes)
+    before: list[dict[str, Any]] = []
+    if COUNTED & set(columns):
+        for start in range(0, len(span_ids), _CHUNK):
+            query = scope.select(t_spans, *_OLD).where(among(connection.dialect, t_spans.c.id,
+                                                             span_ids[start:start + _CHUNK]))
+            if connection.dialect.name == "postgresql":
+                query = query.with_for_update()
+            before += [dict(row._mapping) for row in connection.execute(query)]
+    # Bound names apart from the columns': SQLAlchemy keeps those for the values it sets.
+    statement = scope.update(t_spans).where(t_spans.c.id == sa.bindparam("span_id")).values(
+        {column: sa.bindparam(f"new_{column}") for column in columns})
+    connection.execute(statement, [{"span_id": span_id, **{f"new_{column}": values[column] for column in columns}}
+                                   for span_id, values in changes.items()])
+    for row in before:
+        counts.remove(row)
+        counts.add({**row, **changes[row["id"]]})
 
 
 def _update_returning_old(connection: Connection, scope: AccountScope, span_ids: list[str],
