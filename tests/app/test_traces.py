@@ -192,6 +192,42 @@ def test_rows_carry_titles_summaries_and_flags_and_the_header_counts(store: Stor
     assert detail.validation["status"] == "valid"
 
 
+def test_sqlite_reads_a_trace_through_the_traces_indexes(store: Store) -> None:
+    """Reading one trace never walks the account's spans: SQLite without statistics rated
+    the indexes leading with the account (by start, by status) as good as the trace's own,
+    so a trace page cost what the account had stored."""
+    if store.engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's planner, without statistics; PostgreSQL plans from its own")
+    service, principal, agent, partition = new_account(store)
+    instance = register(service, principal, agent)
+    spans = plant(service, principal, instance, partition, [(None, 0), (0, 1), (1, 2), (0, 3), (None, 4)])
+    statements: list[tuple[str, Any]] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        statements.append((statement, parameters))
+
+    traces = TraceService(store)
+    sa.event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        traces.header(principal, instance)
+        traces.breakdown(principal, instance)
+        traces.rows(principal, instance)
+        traces.around(principal, instance, spans[2].id, before=1, after=1)
+        traces.span(principal, instance, spans[1].id)
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", seen)
+    walks = []
+    with store.engine.connect() as connection:
+        for statement, parameters in statements:
+            if "registry_spans" in statement:
+                plan = [row[3] for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
+                # An index leading with the account walks it, unless it is looked up by span id too.
+                walks += [step for step in plan if "registry_spans USING" in step and "(account_pk=?" in step
+                          and "(account_pk=? AND id=?)" not in step]
+    assert any("registry_spans" in statement for statement, _ in statements)
+    assert walks == []
+
+
 def test_a_deep_link_window_and_refusals(store: Store) -> None:
     service, principal, agent, partition = new_account(store)
     instance = register(service, principal, agent)

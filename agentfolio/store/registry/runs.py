@@ -122,13 +122,14 @@ class Spans(Rows):
 
     def status_counts(self, instance_id: str) -> dict[str, int]:
         self.flush()
-        return _counts(self.conn.execute(self.scope.select(t_spans, t_spans.c.status, sa.func.count())
+        return _counts(self.conn.execute(self.scope.select_by_key(t_spans, t_spans.c.status, sa.func.count())
                                          .where(t_spans.c.instance_id == instance_id)
                                          .group_by(t_spans.c.status)))
 
     def schema_name_counts(self, instance_id: str) -> dict[str, int]:
         self.flush()
-        return _counts(self.conn.execute(self.scope.select(t_spans, t_spans.c.schema_name, sa.func.count())
+        return _counts(self.conn.execute(self.scope.select_by_key(t_spans, t_spans.c.schema_name,
+                                                                  sa.func.count())
                                          .where(t_spans.c.instance_id == instance_id)
                                          .group_by(t_spans.c.schema_name)))
 

@@ -89,7 +89,7 @@ class TraceSpans(Rows):
         return (*SKELETON, has_children.label("has_children"))
 
     def _in(self, instance_id: str) -> sa.Select[Any]:
-        return self.scope.select(t_spans, *self._skeleton()).where(t_spans.c.instance_id == instance_id)
+        return self.scope.select_by_key(t_spans, *self._skeleton()).where(t_spans.c.instance_id == instance_id)
 
     def node(self, instance_id: str, span_id: str) -> Row[Any] | None:
         return self.conn.execute(self._in(instance_id).where(eq(t_spans.c.id, span_id))).first()
@@ -99,7 +99,7 @@ class TraceSpans(Rows):
         found = self._statements.get(key)
         if found is not None:
             return found
-        query = self.scope.select(t_spans, *self._skeleton()).where(
+        query = self.scope.select_by_key(t_spans, *self._skeleton()).where(
             t_spans.c.instance_id == sa.bindparam("instance"))
         if roots:
             query = query.where(t_spans.c.parent_found.is_not(True))
@@ -173,10 +173,10 @@ class TraceSpans(Rows):
         """Per status: how many spans, how many fail validation, first start, last start and last finish."""
         invalid = sa.func.sum(sa.case((t_spans.c.validation_status == "invalid", 1), else_=0))
         return list(self.conn.execute(
-            self.scope.select(t_spans, t_spans.c.status, sa.func.count().label("spans"), invalid.label("invalid"),
-                              sa.func.min(t_spans.c.started_at).label("first_start"),
-                              sa.func.max(t_spans.c.started_at).label("last_start"),
-                              sa.func.max(t_spans.c.finished_at).label("last_finish"))
+            self.scope.select_by_key(t_spans, t_spans.c.status, sa.func.count().label("spans"),
+                                     invalid.label("invalid"), sa.func.min(t_spans.c.started_at).label("first_start"),
+                                     sa.func.max(t_spans.c.started_at).label("last_start"),
+                                     sa.func.max(t_spans.c.finished_at).label("last_finish"))
             .where(t_spans.c.instance_id == instance_id).group_by(t_spans.c.status)).all())
 
     def payloads(self, instance_id: str, span_ids: Iterable[str]) -> dict[str, Row[Any]]:
