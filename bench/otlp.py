@@ -38,8 +38,13 @@ conversations), the figure to compare across runs on a machine others are using;
 It runs on SQLite unless ``--backends`` names others; on PostgreSQL the server processes'
 CPU time for the same spans is printed beside it.
 
+``--late-roots RUNS`` sends the spans as exporters send long runs: as they end, RUNS runs
+under way at once, so each run's children come before its root and in earlier requests
+(its spans are first filed under the service, then moved to the agent's trace).
+
 Usage: python bench/otlp.py [--spans N] [--batch N] [--senders N] [--flood N] [--backends sqlite,postgresql]
                             [--phoenix-spans N] [--phoenix-python PATH] [--cpu [--stored N]]
+                            [--late-roots RUNS]
 """
 
 from __future__ import annotations
@@ -78,7 +83,28 @@ SCOPE = InstrumentationScope("bench", "1.0")
 TEXT = "The quick brown fox jumps over the lazy dog. " * 5  # ~225 characters per message
 
 
+#: ``--late-roots``: how many traces run at once when spans are sent as they end (see make_spans).
+LATE_ROOTS: int | None = None
+
+
 def make_spans(count: int, seed: int) -> list[ReadableSpan]:
+    """``count`` spans, eight per trace, each trace whole and root first; with
+    :data:`LATE_ROOTS` set, in the order an exporter sends spans as they end when that
+    many runs are under way at once: the last child of each run, then the one before, and
+    so on, each run's root last (in a later request than most of its children)."""
+    spans = _spans(count, seed)
+    if LATE_ROOTS is None:
+        return spans
+    traces = [spans[start:start + SPANS_PER_TRACE] for start in range(0, len(spans), SPANS_PER_TRACE)]
+    ordered = []
+    for first in range(0, len(traces), LATE_ROOTS):
+        running = traces[first:first + LATE_ROOTS]
+        for position in reversed(range(SPANS_PER_TRACE)):
+            ordered += [trace[position] for trace in running if position < len(trace)]
+    return ordered
+
+
+def _spans(count: int, seed: int) -> list[ReadableSpan]:
     spans = []
     start = time.time_ns() - 3_600 * 10**9
     for index in range(count):
@@ -548,7 +574,12 @@ def main() -> None:
                         help="only the CPU time per span, in process (steadier than rates on a busy machine)")
     parser.add_argument("--stored", type=int, default=0,
                         help="with --cpu: measure again once this many spans are stored (flatness)")
+    parser.add_argument("--late-roots", type=int, default=None, metavar="RUNS",
+                        help="send spans as they end, RUNS runs under way at once (children first, roots "
+                             "last: a run's spans span requests); default: each trace whole, root first")
     args = parser.parse_args()
+    global LATE_ROOTS
+    LATE_ROOTS = args.late_roots
     args.backends_given = args.backends is not None
     args.backends = args.backends or "sqlite,postgresql"
     if args.cpu:
