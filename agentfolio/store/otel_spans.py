@@ -318,6 +318,7 @@ class OtelRows(Rows):
         update_each_span(self.conn, self.scope, changes, self.counts)
 
     def update_instances(self, instance_ids: list[str], **changes: Any) -> None:
+        """Set ``changes`` on these instances (traces)."""
         for chunk in _chunks(instance_ids):
             self.conn.execute(self.scope.update(t_instances).where(self.among(t_instances.c.id, chunk))
                               .values(**changes))
@@ -331,7 +332,6 @@ class OtelRows(Rows):
                 t_spans, t_spans.c.id, t_spans.c.validation, t_spans.c.instance_id, t_spans.c.parent_span_id)
                 .where(t_spans.c.parent_found == sa.false(), self.among(t_spans.c.parent_span_id, chunk))))
         return found
-
 
     def insert_spans(self, rows: list[dict[str, Any]]) -> None:
         scoped = self.scope.rows(rows)
@@ -727,4 +727,4 @@ class _Write:
             alike[(status, validation)].append(child.id)
         for (status, validation), span_ids in alike.items():
             self.rows.update_spans(span_ids, parent_found=True, validation_status=status, validation=validation,
-                                 updated_at=self.stamp)
+                                   updated_at=self.stamp)
