@@ -664,9 +664,11 @@ class _Write:
         services = sorted({m.service_name for m in named.values()} & agents.keys())
         if not services:
             return
-        traces = sorted({m.trace_id for m in named.values()})
+        named_in: dict[str, list[str]] = defaultdict(list)  # trace id → its named spans' row ids
+        for row_id, mapped in named.items():
+            named_in[mapped.trace_id].append(row_id)
         fallbacks: dict[str, list[str]] = defaultdict(list)  # trace id → instance ids filed under a service
-        for instance_id, trace_id in self.rows.service_instances(services, traces):
+        for instance_id, trace_id in self.rows.service_instances(services, sorted(named_in)):
             fallbacks[trace_id].append(instance_id)
         trees = self.rows.span_trees(sorted({fallback for found in fallbacks.values() for fallback in found}))
         # What moves where, written together once every trace is looked at.
@@ -680,8 +682,8 @@ class _Write:
                     if parent_id is not None:
                         children[parent_id].append((span_id, schema_name))
                 moved_any = False
-                for row_id, mapped in named.items():
-                    if mapped.trace_id != trace_id or instance_of[row_id] == fallback:
+                for row_id in named_in[trace_id]:
+                    if instance_of[row_id] == fallback:
                         continue
                     moving: list[tuple[str, str]] = []
                     stack = [row_id]

@@ -160,10 +160,9 @@ def update_spans(connection: Connection, scope: AccountScope, span_ids: list[str
         if connection.dialect.name == "postgresql":
             before += _update_returning_old(connection, scope, chunk, changes)
         else:  # one writer at a time (BEGIN IMMEDIATE): what this transaction reads stays so
-            chosen = among(connection.dialect, t_spans.c.id, chunk)
-            old = [dict(row._mapping) for row in connection.execute(scope.select(t_spans, *_OLD).where(chosen))]
-            connection.execute(scope.update(t_spans).where(chosen).values(**changes))
-            before += old
+            before += _counted_now(connection, scope, chunk)
+            connection.execute(scope.update(t_spans).where(among(connection.dialect, t_spans.c.id, chunk))
+                               .values(**changes))
     for row in before:
         counts.remove(row)
         counts.add({**row, **changes})
@@ -183,11 +182,7 @@ def update_each_span(connection: Connection, scope: AccountScope, changes: Mappi
     before: list[dict[str, Any]] = []
     if COUNTED & set(columns):
         for start in range(0, len(span_ids), _CHUNK):
-            query = scope.select(t_spans, *_OLD).where(among(connection.dialect, t_spans.c.id,
-                                                             span_ids[start:start + _CHUNK]))
-            if connection.dialect.name == "postgresql":
-                query = query.with_for_update()
-            before += [dict(row._mapping) for row in connection.execute(query)]
+            before += _counted_now(connection, scope, span_ids[start:start + _CHUNK], lock=True)
     # Bound names apart from the columns': SQLAlchemy keeps those for the values it sets.
     statement = scope.update(t_spans).where(t_spans.c.id == sa.bindparam("span_id")).values(
         {column: sa.bindparam(f"new_{column}") for column in columns})
@@ -196,6 +191,16 @@ def update_each_span(connection: Connection, scope: AccountScope, changes: Mappi
     for row in before:
         counts.remove(row)
         counts.add({**row, **changes[row["id"]]})
+
+
+def _counted_now(connection: Connection, scope: AccountScope, span_ids: list[str], *,
+                 lock: bool = False) -> list[dict[str, Any]]:
+    """The counted columns of these spans as they are (``lock``: locked on PostgreSQL until
+    the transaction ends, so a concurrent writer cannot change them meanwhile)."""
+    query = scope.select(t_spans, *_OLD).where(among(connection.dialect, t_spans.c.id, span_ids))
+    if lock and connection.dialect.name == "postgresql":
+        query = query.with_for_update()
+    return [dict(row._mapping) for row in connection.execute(query)]
 
 
 def _update_returning_old(connection: Connection, scope: AccountScope, span_ids: list[str],
