@@ -578,6 +578,8 @@ def main() -> None:
                         help="send spans as they end, RUNS runs under way at once (children first, roots "
                              "last: a run's spans span requests); default: each trace whole, root first")
     args = parser.parse_args()
+    if args.late_roots is not None and args.late_roots < 1:
+        parser.error("--late-roots: at least one run under way")
     global LATE_ROOTS
     LATE_ROOTS = args.late_roots
     args.backends_given = args.backends is not None
