@@ -12,4 +12,6 @@ if [ node_modules/.package-lock.json -nt package-lock.json ]; then
     exit 0
 fi
 npm ci --no-audit --no-fund --loglevel=error >/dev/null
-echo "ensure-node-deps: installed $(node -e 'console.log(require("./node_modules/@prefactor/core/package.json").version)' 2>/dev/null || echo '') @prefactor/core"
+version() { node -e "console.log(require('./node_modules/$1/package.json').version)" 2>/dev/null || echo '?'; }
+echo "ensure-node-deps: installed @prefactor/core $(version @prefactor/core)," \
+     "@opentelemetry/sdk-trace $(version @opentelemetry/sdk-trace)"

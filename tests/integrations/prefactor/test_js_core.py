@@ -4,33 +4,14 @@ token it printed: the run lands with its agent, and every span with its parent."
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-from pathlib import Path
-
-import pytest
 
 from tests.integrations.prefactor.conftest import DemoServer, everything
-
-JS = Path(__file__).resolve().parents[2] / "js"
-
-
-def node_client() -> str:
-    node = shutil.which("node")
-    problem = None if node else "node is not on PATH"
-    if not problem and not (JS / "node_modules" / "@prefactor" / "core").is_dir():
-        problem = "tests/js/node_modules is missing (run bash scripts/ensure-node-deps.sh)"
-    if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"the JavaScript client cannot run on CI: {problem}")
-        pytest.skip(f"the JavaScript client test is skipped: {problem}")
-    assert node is not None
-    return node
+from tests.node import JS, node_client
 
 
 def test_prefactor_core_from_npm_records_a_run_with_parents(demo: DemoServer) -> None:
-    node = node_client()
+    node = node_client("@prefactor/core")
     done = subprocess.run([node, "core_client.mjs", demo.api_url, demo.api_token], cwd=JS, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
