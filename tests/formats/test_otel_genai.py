@@ -95,6 +95,31 @@ def test_json_text_in_another_spelling_keeps_its_value_and_says_so() -> None:
     assert json.loads(written["gen_ai.input.messages"]) == json.loads(document["gen_ai.input.messages"])
 
 
+def test_a_tool_response_in_pydantic_ais_spelling_is_read_as_a_function_result_and_written_valid() -> None:
+    # As Pydantic AI's instrumentation sets it (2.x, every format version): the response
+    # under "result", which the published schema does not allow, the tool's name beside it.
+    messages = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "pyd_ai_1", "name": "get_weather",
+                                                 "arguments": {"city": "Paris"}}]},
+                {"role": "user", "parts": [{"type": "tool_call_response", "id": "pyd_ai_1", "name": "get_weather",
+                                            "result": "18C in Paris"}]}]
+    document = {"gen_ai.input.messages": messages}
+    assert [problem.pointer for problem in otel_genai.validate(document)] == ["/gen_ai.input.messages/1/parts/0"]
+    read = otel_genai.read(copy.deepcopy(document), strict=False)
+    result = read.session.entries[-1].items[-1].items[0]
+    assert isinstance(result, FunctionResultContent)
+    assert (result.call_id, result.result, result.extra) == ("pyd_ai_1", "18C in Paris", {"name": "get_weather"})
+    written = otel_genai.write(read.session)
+    assert written["gen_ai.input.messages"][1]["parts"] == [{"type": "tool_call_response", "id": "pyd_ai_1",
+                                                             "response": "18C in Paris", "name": "get_weather"}]
+    assert otel_genai.validate(written) == []
+    durable = convert(copy.deepcopy(document), to="durable-state", strict_read=False).result
+    contents = [content for entry in durable["data"]["conversationHistory"] for message in entry["messages"]
+                for content in message["contents"]]
+    assert [(content["$type"], content["callId"]) for content in contents] == [("functionCall", "pyd_ai_1"),
+                                                                               ("functionResult", "pyd_ai_1")]
+    assert contents[1]["result"] == "18C in Paris"
+
+
 def test_schema_problems_point_into_the_attribute() -> None:
     bad = {"gen_ai.input.messages": [{"role": "user", "parts": [{"type": "text", "content": 5}]}],
            "gen_ai.output.messages": [{"role": "assistant", "parts": []}],

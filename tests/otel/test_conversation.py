@@ -254,3 +254,27 @@ def test_the_built_session_is_valid_durable_state_and_converts() -> None:
     assert any(loss.what.startswith("tool catalog") for loss in built.losses)  # lowered to text for durable state
     envelope = convert.convert(built.document, to="envelope")
     assert envelope.result["messages"]
+
+
+def test_pydantic_ais_tool_responses_become_results_paired_with_their_calls() -> None:
+    # The chat spans of an agent run under Pydantic AI's instrumentation: the tool's
+    # response under "result" (not the schema's "response"), in a user message.
+    question = {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}
+    call = {"role": "assistant", "parts": [{"type": "tool_call", "id": "pyd_ai_tool_call_id__get_weather",
+                                            "name": "get_weather", "arguments": {"city": "a"}}]}
+    response = {"role": "user", "parts": [{"type": "tool_call_response", "id": "pyd_ai_tool_call_id__get_weather",
+                                           "name": "get_weather", "result": "18C in a"}]}
+    answer = {"role": "assistant", "parts": [{"type": "text", "content": '{"get_weather":"18C in a"}'}],
+              "finish_reason": "stop"}
+    spans = [payload(0, {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps([question]),
+                         "gen_ai.output.messages": json.dumps([call])}),
+             payload(1, {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps([question, call, response]),
+                         "gen_ai.output.messages": json.dumps([answer])})]
+    built = build_session(spans)
+    assert built is not None and built.document is not None
+    contents = [(message["role"], content["$type"], content.get("callId"))
+                for entry in built.document["data"]["conversationHistory"] for message in entry["messages"]
+                for content in message["contents"]]
+    assert contents == [("user", "text", None), ("assistant", "functionCall", "pyd_ai_tool_call_id__get_weather"),
+                        ("user", "functionResult", "pyd_ai_tool_call_id__get_weather"), ("assistant", "text", None)]
+    assert durable_state.problems(built.document) == []

@@ -16,7 +16,8 @@ part                         canonical content
 ===========================  ================================================================
 ``text`` / ``reasoning``     text / reasoning (``content``)
 ``tool_call``                functionCall (``id``, ``name``, ``arguments`` as given)
-``tool_call_response``       functionResult (``response``)
+``tool_call_response``       functionResult (``response``; ``result`` too, as Pydantic AI writes
+                             it against the schema: read leniently, written as ``response``)
 ``server_tool_call``         functionCall, informationalOnly (``server_tool_call`` as arguments)
 ``server_tool_call_response``  functionResult (its ``type`` kept)
 ``blob`` / ``uri`` / ``file``  data (base64 ``content`` as a ``data:`` URL) / uri / hostedFile,

@@ -123,6 +123,10 @@ def _map_part(part: dict[str, Any]) -> Any:
     if kind == "tool_call_response" and "response" in part and ("id" not in part or _id(part)):
         return build(FunctionResultContent, rest(part, "type", "id", "response"), **_id(part),
                      result=part["response"])
+    if kind == "tool_call_response" and "result" in part and ("id" not in part or _id(part)):
+        # Pydantic AI's instrumentation puts the response under "result", which the
+        # published schema does not allow: read as the response, written as one.
+        return build(FunctionResultContent, rest(part, "type", "id", "result"), **_id(part), result=part["result"])
     if kind == "server_tool_call" and _str(part.get("name")) and "server_tool_call" in part and (
             "id" not in part or _id(part)):
         return build(FunctionCallContent, rest(part, "type", "id", "name", "server_tool_call"), **_id(part),
