@@ -123,8 +123,9 @@ def _build(payloads: Iterable[Mapping[str, Any]]) -> tuple[Session, list[str], C
     notes: list[str] = []
     for payload, found in read:
         notes.extend(f"{_label(payload)}: {problem}" for problem in found.problems)
-    # Agent spans (invoke_agent) repeat what their model calls said, aggregated; they
-    # tell the conversation only when no model call does, and lend their tool definitions.
+    # Agent-level spans (agents, tools, an agent loop's turns: see _kind) repeat what the
+    # model calls said, or describe a tool's run; they tell the conversation only when no
+    # model call does, and lend their tool definitions.
     model_calls = [(p, f) for p, f in read if not f.empty and _kind(p) != "agent"]
     lender = next((f.tools for p, f in read if _kind(p) == "agent" and f.tools), None)
     state.agent_tools = None if lender is None else [_tool_json(tool) for tool in lender]
@@ -293,15 +294,18 @@ def _label(payload: Mapping[str, Any]) -> str:
 
 
 def _kind(payload: Mapping[str, Any]) -> str:
-    """``agent`` for agent-level spans, ``model`` for model calls, ``other`` otherwise."""
+    """``model`` for model calls; ``agent`` for the spans around or beside them that an
+    operation names (an agent, a workflow, a tool, an agent loop's turn), whose messages
+    repeat or describe what the model calls said; ``other`` for spans naming no operation."""
     attributes = payload.get("attributes") or {}
     operation = attributes.get("gen_ai.operation.name")
-    if operation in ("invoke_agent", "create_agent", "invoke_workflow"):
-        return "agent"
     kind = attributes.get("openinference.span.kind")
-    if isinstance(kind, str) and kind.upper() in ("AGENT", "CHAIN"):
+    kind = kind.upper() if isinstance(kind, str) else None
+    if operation in LLM_OPERATIONS or kind == "LLM":
+        return "model"
+    if (isinstance(operation, str) and operation) or kind in ("AGENT", "CHAIN", "TOOL"):
         return "agent"
-    return "model" if operation in LLM_OPERATIONS or (isinstance(kind, str) and kind.upper() == "LLM") else "other"
+    return "other"
 
 
 def _agent_name(payload: Mapping[str, Any]) -> str | None:

@@ -10,8 +10,9 @@ instrumentations use:
 * **legacy GenAI attributes**: ``gen_ai.prompt.N.role/content/tool_calls.M.*`` and
   ``gen_ai.completion.N.*``;
 * **legacy GenAI events**: ``gen_ai.system.message``, ``gen_ai.user.message``,
-  ``gen_ai.assistant.message``, ``gen_ai.tool.message``, ``gen_ai.choice``, and the
-  older ``gen_ai.content.prompt`` / ``gen_ai.content.completion``;
+  ``gen_ai.assistant.message``, ``gen_ai.tool.message``, ``gen_ai.choice`` (content as
+  text, parts, or Bedrock Converse blocks as Strands Agents writes it), and the older
+  ``gen_ai.content.prompt`` / ``gen_ai.content.completion``;
 * **OpenInference**: ``llm.input_messages.N.message.*``, ``llm.output_messages.N.*``,
   ``llm.tools.N.tool.json_schema``, ``llm.token_count.*``.
 
@@ -78,7 +79,12 @@ def read_span_messages(payload: Mapping[str, Any], seen: dict[bytes, Message] | 
     attributes = _obj(payload.get("attributes"))
     events = [e for e in payload.get("events") or () if isinstance(e, dict)]
     found = SpanMessages()
-    details = next((_obj(e.get("attributes")) for e in events if e.get("name") == INFERENCE_DETAILS_EVENT), {})
+    # One details event as the conventions have it, or (Strands Agents) one per attribute.
+    details: dict[str, Any] = {}
+    for event in events:
+        if event.get("name") == INFERENCE_DETAILS_EVENT:
+            for key, value in _obj(event.get("attributes")).items():
+                details.setdefault(key, value)
     genai = {**details, **{k: v for k, v in attributes.items() if k.startswith("gen_ai.")}}
     if any(key in genai for key in ("gen_ai.input.messages", "gen_ai.output.messages",
                                     "gen_ai.system_instructions")):
@@ -314,15 +320,16 @@ def _read_legacy_events(events: list[dict[str, Any]], found: SpanMessages) -> No
             outputs.extend(m for m in value or () if isinstance(m, dict)) if isinstance(value, list) else None
         elif name in _LEGACY_ROLE_EVENTS:
             body = _event_body(attributes, found)
-            message = _legacy_message(body, _LEGACY_ROLE_EVENTS[name])
-            inputs.append(message)
+            inputs.extend(_legacy_messages(body, _LEGACY_ROLE_EVENTS[name]))
         elif name == "gen_ai.choice":
             body = _event_body(attributes, found)
-            inner = _obj(body.get("message")) or body
-            message = _legacy_message(inner, "assistant")
+            said = body.get("message")
+            # The message object; or, as Strands Agents sets it, its content alone.
+            inner = {"content": said} if isinstance(said, str) else (_obj(said) or body)
+            messages = _legacy_messages(inner, "assistant")
             if body.get("finish_reason") is not None:
-                message["finish_reason"] = body["finish_reason"]
-            outputs.append(message)
+                messages[0]["finish_reason"] = body["finish_reason"]
+            outputs.extend(messages)
     found.input.extend(_chat_messages(inputs, "gen_ai events", found))
     found.output.extend(_chat_messages(outputs, "gen_ai.choice events", found))
 
@@ -336,17 +343,81 @@ def _event_body(attributes: Mapping[str, Any], found: SpanMessages) -> dict[str,
     return dict(attributes)
 
 
-def _legacy_message(body: Mapping[str, Any], role: str) -> dict[str, Any]:
+def _legacy_messages(body: Mapping[str, Any], role: str) -> list[dict[str, Any]]:
+    """The chat-shaped message of a legacy event's body; more than one when its content
+    is Bedrock Converse blocks holding tool results (each its own ``tool`` message)."""
     message: dict[str, Any] = {"role": body.get("role") if isinstance(body.get("role"), str) else role}
+    results: list[dict[str, Any]] = []
     if "content" in body:
-        message["content"] = _content_value(body["content"])
+        blocks = _converse_blocks(body["content"])
+        if blocks is None:
+            message["content"] = _content_value(body["content"])
+        else:
+            message["content"], calls, results = _from_converse(blocks)
+            if calls:
+                message["tool_calls"] = calls
     calls = _json_list(body.get("tool_calls"))
     if calls:
         message["tool_calls"] = [_legacy_call(call) for call in calls if isinstance(call, dict)]
     call_id = body.get("id", body.get("tool_call_id"))
     if message["role"] == "tool" and isinstance(call_id, str):
         message["tool_call_id"] = call_id
-    return message
+    if results and not message["content"] and "tool_calls" not in message:
+        return results  # only tool results: no empty message before them
+    return [message, *results]
+
+
+#: Bedrock Converse content blocks (one key each), as Strands Agents puts them, JSON
+#: encoded, in the content of its per-message events.
+_CONVERSE_BLOCKS = frozenset({"text", "toolUse", "toolResult", "reasoningContent", "image", "document", "video",
+                              "cachePoint", "guardContent", "citationsContent", "json"})
+
+
+def _converse_blocks(value: Any) -> list[dict[str, Any]] | None:
+    """``value`` as Converse content blocks, or None when it is something else."""
+    if isinstance(value, str) and value.startswith("["):
+        try:
+            value = jsonvalues.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+    if not isinstance(value, list) or not value:
+        return None
+    if all(isinstance(block, dict) and len(block) == 1 and next(iter(block)) in _CONVERSE_BLOCKS
+           for block in value):
+        return value
+    return None
+
+
+def _from_converse(blocks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                                            list[dict[str, Any]]]:
+    """Converse blocks as chat-shaped parts, tool calls and tool messages (a block with no
+    chat form is kept whole as a part of its own kind)."""
+    parts: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for block in blocks:
+        (kind, value), = block.items()
+        if kind == "text" and isinstance(value, str):
+            parts.append({"type": "text", "text": value})
+        elif kind == "toolUse" and isinstance(value, dict) and isinstance(value.get("name"), str):
+            calls.append({"id": str(value.get("toolUseId", "")), "type": "function",
+                          "function": {"name": value["name"], "arguments": _arguments(value.get("input", {}))}})
+        elif kind == "toolResult" and isinstance(value, dict):
+            results.append({"role": "tool", "tool_call_id": str(value.get("toolUseId", "")),
+                            "content": _converse_text(value.get("content"))})
+        else:
+            parts.append({"type": kind, kind: value})
+    return parts, calls, results
+
+
+def _converse_text(content: Any) -> str:
+    """A tool result's content blocks as text: texts as written, other blocks as JSON."""
+    if isinstance(content, str):
+        return content
+    texts = [block["text"] if isinstance(block, dict) and isinstance(block.get("text"), str)
+             else jsonvalues.dumps(block.get("json", block) if isinstance(block, dict) else block).decode()
+             for block in content or ()] if isinstance(content, list) else [jsonvalues.dumps(content).decode()]
+    return "\n".join(texts)
 
 
 def _json_list(value: Any) -> list[Any]:

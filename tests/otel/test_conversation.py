@@ -278,3 +278,91 @@ def test_pydantic_ais_tool_responses_become_results_paired_with_their_calls() ->
     assert contents == [("user", "text", None), ("assistant", "functionCall", "pyd_ai_tool_call_id__get_weather"),
                         ("user", "functionResult", "pyd_ai_tool_call_id__get_weather"), ("assistant", "text", None)]
     assert durable_state.problems(built.document) == []
+
+
+def _strands_span(index: int, name: str, operation: str, events: list[tuple[str, dict[str, Any]]],
+                  **attributes: Any) -> dict[str, Any]:
+    span = payload(index, {"gen_ai.operation.name": operation, **attributes})
+    span["name"] = name
+    span["events"] = [{"name": event, "attributes": values} for event, values in events]
+    return span
+
+
+def test_strands_agents_per_message_events_give_each_message_once() -> None:
+    # The spans of a Strands Agents run (1.62, default conventions) calling one tool, as its
+    # exporter sent them: message events hold Bedrock Converse blocks as JSON text, and the
+    # agent, each turn of its loop and the tool's span repeat or describe what the model
+    # calls (the chat spans) said.
+    system = ("gen_ai.system.message", {"content": '[{"text": "You are a weather bot."}]'})
+    user = ("gen_ai.user.message", {"content": '[{"text": "Weather in Paris?"}]'})
+    use = '[{"toolUse": {"toolUseId": "tooluse_1", "name": "get_weather", "input": {"city": "Paris"}}}]'
+    result = ('[{"toolResult": {"toolUseId": "tooluse_1", "status": "success", '
+              '"content": [{"text": "18C in Paris"}]}}]')
+    usage = {"gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 3}
+    spans = [
+        _strands_span(0, "invoke_agent strands-weather", "invoke_agent", [
+            system, user, ("gen_ai.choice", {"message": "It is 18C in Paris.\n", "finish_reason": "end_turn"})],
+            **{"gen_ai.agent.name": "strands-weather"}),
+        _strands_span(1, "execute_event_loop_cycle", "execute_event_loop_cycle", [
+            user, ("gen_ai.choice", {"message": use, "tool.result": result})]),
+        _strands_span(2, "chat", "chat", [
+            system, user, ("gen_ai.choice", {"finish_reason": "tool_use", "message": use})], **usage),
+        _strands_span(3, "execute_tool get_weather", "execute_tool", [
+            ("gen_ai.tool.message", {"role": "tool", "content": '{"city": "Paris"}', "id": "tooluse_1"}),
+            ("gen_ai.choice", {"message": '[{"text": "18C in Paris"}]', "id": "tooluse_1"})]),
+        _strands_span(4, "execute_event_loop_cycle", "execute_event_loop_cycle", [
+            user, ("gen_ai.assistant.message", {"content": use}), ("gen_ai.tool.message", {"content": result})]),
+        _strands_span(5, "chat", "chat", [
+            system, user, ("gen_ai.assistant.message", {"content": use}), ("gen_ai.tool.message", {"content": result}),
+            ("gen_ai.choice", {"finish_reason": "end_turn", "message": '[{"text": "It is 18C in Paris."}]'})],
+            **usage),
+    ]
+    built = build_session(spans)
+    assert built is not None and built.document is not None and built.notes == []
+    said = [(message["role"], [(content["$type"], content.get("text") or content.get("callId"))
+                               for content in message["contents"]])
+            for entry in built.document["data"]["conversationHistory"] for message in entry["messages"]]
+    assert said == [("system", [("text", "You are a weather bot.")]), ("user", [("text", "Weather in Paris?")]),
+                    ("assistant", [("functionCall", "tooluse_1")]), ("tool", [("functionResult", "tooluse_1")]),
+                    ("assistant", [("text", "It is 18C in Paris.")])]
+    contents = [content for entry in built.document["data"]["conversationHistory"] for message in entry["messages"]
+                for content in message["contents"]]
+    assert contents[2]["name"] == "get_weather" and contents[2]["arguments"] == {"city": "Paris"}
+    assert contents[3]["result"] == "18C in Paris"
+    assert [entry["usage"]["totalTokenCount"] for entry in built.document["data"]["conversationHistory"]
+            if "usage" in entry] == [13, 13]
+    assert durable_state.problems(built.document) == []
+
+
+def test_strands_agents_latest_conventions_one_details_event_per_attribute() -> None:
+    # OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental: the GenAI messages, but each
+    # attribute in a details event of its own (the conventions have one event holding all).
+    def details(key: str, value: Any) -> tuple[str, dict[str, Any]]:
+        return "gen_ai.client.inference.operation.details", {key: json.dumps(value)}
+
+    system = details("gen_ai.system_instructions", [{"type": "text", "content": "You are a weather bot."}])
+    user = {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}
+    call = {"role": "assistant", "parts": [{"type": "tool_call", "name": "get_weather", "id": "tooluse_1",
+                                            "arguments": {"city": "Paris"}}]}
+    response = {"role": "user", "parts": [{"type": "tool_call_response", "id": "tooluse_1",
+                                           "response": [{"text": "18C in Paris"}]}]}
+    answer = {"role": "assistant", "parts": [{"type": "text", "content": "It is 18C in Paris."}],
+              "finish_reason": "end_turn"}
+    spans = [
+        _strands_span(0, "invoke_agent strands-weather", "invoke_agent", [
+            details("gen_ai.input.messages", [user]), details("gen_ai.output.messages", [answer])]),
+        _strands_span(1, "chat", "chat", [system, details("gen_ai.input.messages", [user]),
+                                          details("gen_ai.output.messages", [{**call, "finish_reason": "tool_use"}])]),
+        _strands_span(2, "execute_tool get_weather", "execute_tool", [
+            details("gen_ai.input.messages", [{**call, "role": "tool"}]),
+            details("gen_ai.output.messages", [{**response, "role": "tool"}])]),
+        _strands_span(3, "chat", "chat", [system, details("gen_ai.input.messages", [user, call, response]),
+                                          details("gen_ai.output.messages", [answer])]),
+    ]
+    built = build_session(spans)
+    assert built is not None and built.document is not None and built.notes == []
+    said = [(message["role"], [content["$type"] for content in message["contents"]])
+            for entry in built.document["data"]["conversationHistory"] for message in entry["messages"]]
+    assert said == [("system", ["text"]), ("user", ["text"]), ("assistant", ["functionCall"]),
+                    ("user", ["functionResult"]), ("assistant", ["text"])]
+    assert durable_state.problems(built.document) == []
