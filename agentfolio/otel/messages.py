@@ -224,13 +224,23 @@ def _chat_messages(raw: list[dict[str, Any]], where: str, found: SpanMessages) -
 
 def _content_value(value: Any) -> Any:
     """Legacy content: a string, or a JSON array of parts as a string."""
+    return _as_parts(_json_array(value), value)
+
+
+def _json_array(value: Any) -> Any:
+    """A string holding a JSON array, parsed; anything else (or unparseable) as it is."""
     if isinstance(value, str) and value.startswith("[") and value.endswith("]"):
         try:
-            parsed = jsonvalues.loads(value)
+            return jsonvalues.loads(value)
         except orjson.JSONDecodeError:
             return value
-        if isinstance(parsed, list) and all(isinstance(p, dict) and "type" in p for p in parsed):
-            return parsed
+    return value
+
+
+def _as_parts(parsed: Any, value: Any) -> Any:
+    """``parsed`` (``value``'s JSON) when it is an array of typed parts, else ``value``."""
+    if parsed is not value and isinstance(parsed, list) and all(isinstance(p, dict) and "type" in p for p in parsed):
+        return parsed
     return value
 
 
@@ -349,9 +359,10 @@ def _legacy_messages(body: Mapping[str, Any], role: str) -> list[dict[str, Any]]
     message: dict[str, Any] = {"role": body.get("role") if isinstance(body.get("role"), str) else role}
     results: list[dict[str, Any]] = []
     if "content" in body:
-        blocks = _converse_blocks(body["content"])
+        parsed = _json_array(body["content"])  # read once: Converse blocks, else typed parts or text
+        blocks = _converse_blocks(parsed)
         if blocks is None:
-            message["content"] = _content_value(body["content"])
+            message["content"] = _as_parts(parsed, body["content"])
         else:
             message["content"], calls, results = _from_converse(blocks)
             if calls:
@@ -374,16 +385,9 @@ _CONVERSE_BLOCKS = frozenset({"text", "toolUse", "toolResult", "reasoningContent
 
 
 def _converse_blocks(value: Any) -> list[dict[str, Any]] | None:
-    """``value`` as Converse content blocks, or None when it is something else."""
-    if isinstance(value, str) and value.startswith("["):
-        try:
-            value = jsonvalues.loads(value)
-        except orjson.JSONDecodeError:
-            return None
-    if not isinstance(value, list) or not value:
-        return None
-    if all(isinstance(block, dict) and len(block) == 1 and next(iter(block)) in _CONVERSE_BLOCKS
-           for block in value):
+    """``value`` (content, its JSON text parsed) as Converse blocks, or None when it is something else."""
+    if isinstance(value, list) and value and all(
+            isinstance(block, dict) and len(block) == 1 and next(iter(block)) in _CONVERSE_BLOCKS for block in value):
         return value
     return None
 
@@ -400,8 +404,8 @@ def _from_converse(blocks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
         if kind == "text" and isinstance(value, str):
             parts.append({"type": "text", "text": value})
         elif kind == "toolUse" and isinstance(value, dict) and isinstance(value.get("name"), str):
-            calls.append({"id": str(value.get("toolUseId", "")), "type": "function",
-                          "function": {"name": value["name"], "arguments": _arguments(value.get("input", {}))}})
+            calls.append(_legacy_call({"id": value.get("toolUseId", ""), "name": value["name"],
+                                       "arguments": value.get("input", {})}))
         elif kind == "toolResult" and isinstance(value, dict):
             results.append({"role": "tool", "tool_call_id": str(value.get("toolUseId", "")),
                             "content": _converse_text(value.get("content"))})
