@@ -11,7 +11,6 @@ import gc
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -27,19 +26,22 @@ DEFAULT_MAX_BYTES = 128 * 1024 * 1024
 def read_bytes(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     """The bytes of a file, or a FormatError naming it: missing, a directory, too large."""
     source = str(path)
-    file = Path(path)
     try:
-        if file.is_dir():
-            raise FormatError("is a directory, not a file", source=source)
-        size = file.stat().st_size
-        if size > max_bytes:
-            raise FormatError(f"file is {size:,} bytes, over the {max_bytes:,}-byte limit "
-                              "(raise it with --max-bytes)", source=source)
-        with file.open("rb") as handle:
-            # Read one byte past the limit: a file that grew, or a pipe, is still bounded.
-            data = handle.read(max_bytes + 1)
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_bytes:
+                raise FormatError(f"file is {size:,} bytes, over the {max_bytes:,}-byte limit "
+                                  "(raise it with --max-bytes)", source=source)
+            # The size it has, and one byte more: a file that grew, or a pipe (size 0), is
+            # read on up to one byte past the limit, so it is still bounded.  (Asking for
+            # the limit at once made Python allocate that much for every file.)
+            data = handle.read(size + 1)
+            if len(data) > size:
+                data += handle.read(max_bytes + 1 - len(data))
     except FormatError:
         raise
+    except IsADirectoryError:
+        raise FormatError("is a directory, not a file", source=source) from None
     except FileNotFoundError:
         raise FormatError("no such file", source=source) from None
     except PermissionError:

@@ -7,7 +7,8 @@ import pytest
 from agentfolio import _json
 from agentfolio.formats import durable_state
 from agentfolio.formats.convert import convert
-from agentfolio.formats.jsonio import load_json_file
+from agentfolio.formats.errors import FormatError
+from agentfolio.formats.jsonio import load_json_file, read_bytes
 from agentfolio.formats.registry import names
 
 BIG = 123456789012345678901234567890
@@ -43,3 +44,36 @@ def test_every_conversion_writes_the_same_integers(target: str) -> None:
     for number in (BIG, PAST_U64, BELOW_I64):
         assert str(number) in written.replace("\\", ""), (target, written)
     assert "e+" not in written
+
+
+@pytest.mark.parametrize("extra", [0, 1, 70_000])
+def test_a_pipe_is_read_whole_up_to_the_limit_and_refused_past_it(extra: int) -> None:
+    """A pipe says size 0: it is read on to one byte past the limit, never further."""
+    import os
+    import threading
+
+    limit = 100_000
+    payload = b"x" * (limit + extra)
+    reader, writer = os.pipe()
+
+    def feed() -> None:
+        rest = memoryview(payload)
+        try:
+            while rest:
+                rest = rest[os.write(writer, rest):]
+        except BrokenPipeError:  # the reader stopped at the limit
+            pass
+        finally:
+            os.close(writer)
+
+    feeding = threading.Thread(target=feed)
+    feeding.start()
+    try:
+        if extra:
+            with pytest.raises(FormatError, match="over the 100,000-byte limit"):
+                read_bytes(f"/dev/fd/{reader}", max_bytes=limit)
+        else:
+            assert read_bytes(f"/dev/fd/{reader}", max_bytes=limit) == payload
+    finally:
+        os.close(reader)
+        feeding.join()
