@@ -43,6 +43,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from agentfolio import _json
+from agentfolio.store.multirow import insert_rows
 from agentfolio.store.tables import entries
 
 __all__ = ["CANDIDATES", "FALLBACK_SESSIONS", "MAX_EXPANSION", "WALK_SESSIONS", "WORDS", "SessionSearch", "fts_rowid"]
@@ -94,9 +95,8 @@ def has_fts(connection: Connection) -> bool:
 def index_entries(connection: Connection, keyed_texts: Sequence[tuple[int, int, str]]) -> None:
     """Add written entries (``session_pk``, ``position``, ``text``) to SQLite's index."""
     if connection.dialect.name == "sqlite" and keyed_texts and has_fts(connection):
-        connection.exec_driver_sql(
-            f"INSERT INTO {FTS_TABLE}(rowid, text) VALUES (?, ?)",
-            [((session_pk << POSITION_BITS) | position, text) for session_pk, position, text in keyed_texts])
+        insert_rows(connection, FTS_TABLE, ("rowid", "text"),
+                    [((session_pk << POSITION_BITS) | position, text) for session_pk, position, text in keyed_texts])
 
 
 def unindex_sessions(connection: Connection, session_pks: Sequence[int]) -> None:

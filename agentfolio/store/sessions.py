@@ -48,6 +48,7 @@ from agentfolio.store.documents import (
 )
 from agentfolio.store.engine import read_transaction, write_transaction
 from agentfolio.store.errors import AlreadyExists, InvalidInput, NotFound, VersionConflict
+from agentfolio.store.multirow import insert_rows
 from agentfolio.store.scope import AccountScope
 from agentfolio.store.search import (
     FALLBACK_SESSIONS,
@@ -289,33 +290,24 @@ def _entry_rows(session_pk: int, first: int, values: Sequence[tuple[Any, ...]]) 
 
 
 def _insert_entry_rows(connection: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
-    """Insert entry rows (:data:`_ENTRY_COLUMNS`) through the driver, a thousand a
-    statement: SQLAlchemy's handling of each row's parameters cost more than the insert
-    itself for the many small entries of an import.  (Every value is one the driver takes
-    as it is: int, float, str, bytes.)"""
-    marker = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(connection.dialect.paramstyle)
-    if marker is None:  # a driver of another parameter style: SQLAlchemy's own insert
-        for start in range(0, len(rows), _INSERT_BATCH):
-            connection.execute(sa.insert(entries), [dict(zip(_ENTRY_COLUMNS, row, strict=True))
-                                                    for row in rows[start:start + _INSERT_BATCH]])
-        return
-    quote = connection.dialect.identifier_preparer.quote
-    names = _ENTRY_COLUMNS
-    into = f"INSERT INTO {quote(entries.name)} ({', '.join(quote(name) for name in names)}) VALUES "
-    row_marks = f"({', '.join([marker] * len(names))})"
+    """Insert entry rows (:data:`_ENTRY_COLUMNS`) through the driver, many a statement
+    (:func:`~agentfolio.store.multirow.insert_rows`): SQLAlchemy's handling of each row's
+    parameters cost more than the insert itself for the many small entries of an import.
+    (Every value is one the driver takes as it is: int, float, str, bytes.)"""
     if connection.dialect.driver == "psycopg" and len(rows) >= _COPY_FROM:
         # COPY: the rows stream to the server in one command, neither a statement per row
         # nor a statement of thousands of parameters for the driver to parse.  (A few rows,
         # an append's, go as a statement: COPY's set-up would cost more than it saves.)
+        quote = connection.dialect.identifier_preparer.quote
         raw = connection.connection.driver_connection
         assert raw is not None
         with raw.cursor() as cursor, cursor.copy(f"COPY {quote(entries.name)} "
-                                                 f"({', '.join(quote(name) for name in names)}) FROM STDIN") as copy:
+                                                 f"({', '.join(quote(name) for name in _ENTRY_COLUMNS)}) "
+                                                 "FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
         return
-    for start in range(0, len(rows), _INSERT_BATCH):
-        connection.exec_driver_sql(into + row_marks, list(rows[start:start + _INSERT_BATCH]))
+    insert_rows(connection, entries.name, _ENTRY_COLUMNS, rows)
 
 
 class SessionStore:
@@ -745,8 +737,13 @@ class Sessions:
     def _insert_new(self, connection: Connection, new: Sequence[NewSession]) -> None:
         """Every session row in one statement, then every entry: many small sessions cost
         a few statements, not a few per session."""
-        created = connection.execute(sa.insert(sessions).returning(sessions.c.pk, sort_by_parameter_order=True),
-                                     self.scope.rows(item.row for item in new)).scalars().all()
+        # Every row in a few statements (SQLAlchemy's insert of many rows with their pks in
+        # order ran one statement per row on SQLite); the pks are matched by id.
+        scoped = self.scope.rows(item.row for item in new)
+        columns = list(scoped[0])
+        values = [[row[name] for name in columns] for row in scoped]
+        pk_of = dict(insert_rows(connection, sessions.name, columns, values, returning=("id", "pk")))
+        created = [pk_of[item.session_id] for item in new]
         rows: list[tuple[Any, ...]] = []
         references: list[dict[str, Any]] = []
         for item, session_pk in zip(new, created, strict=True):

@@ -250,6 +250,31 @@ def test_append_cost_does_not_grow_with_the_history(store: Store) -> None:
     assert all(statement.lstrip().upper().startswith("INSERT") for statement in touching_entries)
 
 
+def test_storing_many_sessions_at_once_runs_the_statements_of_one(store: Store) -> None:
+    """Structural, not timed: a batch of sessions is a few statements whatever its size (one
+    per row had SQLite's writer wait for Python's GIL once per row, beside a thread busy
+    preparing the next batch), and every session gets its own entries back."""
+    sessions = store.sessions.of(store.accounts.ensure("alice"))
+    statements: list[str] = []
+
+    @sa.event.listens_for(store.engine, "before_cursor_execute")
+    def record(_conn, _cursor, statement, parameters, _context, _many):  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    inserts = []
+    for count in (1, 60):
+        prepared = [sessions.prepare(state(request_entry(f"ask {count}-{index}"), response_entry(f"answer {index}")),
+                                     session_id=f"batch-{count}-{index}") for index in range(count)]
+        statements.clear()
+        sessions.create_prepared(prepared)
+        inserts.append(sorted(s.split("(")[0].strip() for s in statements if s.lstrip().upper().startswith("INSERT")))
+        for index in range(count):
+            entries = orjson.loads(sessions.get_bytes(f"batch-{count}-{index}")[1])["data"]["conversationHistory"]
+            assert entries[0]["messages"][0]["contents"][0]["text"] == f"ask {count}-{index}"
+    for tables in inserts:  # sessions, entries (PostgreSQL: COPY from 64 rows, unseen here), the text index
+        assert "INSERT INTO sessions" in tables and len(tables) == len(set(tables)) <= 3
+
+
 def test_tokens_are_hashed_and_scoped(store: Store) -> None:
     token, account = store.accounts.create_token("alice")
     assert store.accounts.authenticate(token) == account
