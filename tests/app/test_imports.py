@@ -176,3 +176,23 @@ def test_a_file_of_another_format_is_stored_as_its_conversion(folio: Agentfolio)
         assert orjson.loads(folio.sessions.read_bytes(account, outcome.session_id)[1]) == converted
         info = folio.sessions.info(account, outcome.session_id)
         assert info.entry_count == len(converted["data"]["conversationHistory"])
+
+
+def test_an_import_shortens_the_switch_interval_while_it_runs_and_puts_it_back(folio: Agentfolio,
+                                                                             tmp_path: Path) -> None:
+    import sys
+
+    write_states(tmp_path / "in", 3)
+    account = folio.accounts.ensure("acme")
+    before = sys.getswitchinterval()
+    during: list[float] = []
+    import_files(folio, account, [tmp_path / "in"], on_file=lambda _: during.append(sys.getswitchinterval()))
+    assert during and all(seen == pytest.approx(imports_module.HANDOFF_SECONDS) and seen < before for seen in during)
+    assert sys.getswitchinterval() == before
+
+    def stop(_: ImportOutcome) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        import_files(folio, account, [tmp_path / "in"], on_file=stop)
+    assert sys.getswitchinterval() == before
