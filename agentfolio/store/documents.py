@@ -10,6 +10,7 @@ parse or re-serialisation of the history, and gives the JSON value that was writ
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -22,8 +23,8 @@ BLOB_KEY = "$agentfolio:blob"
 # MessageBody parts: their payloads go to the blob store whatever their size.
 ALWAYS_BLOB_KINDS = frozenset({"part"})
 # The bytes each such kind's name makes in an entry's JSON: an entry whose JSON has none
-# of them holds none of those contents.
-_ALWAYS_BLOB_MARKS = tuple(_json.dumps(kind) for kind in sorted(ALWAYS_BLOB_KINDS))
+# of them holds none of those contents (one search for any of them, in C).
+_ALWAYS_BLOB_MARKS = re.compile(b"|".join(re.escape(_json.dumps(kind)) for kind in sorted(ALWAYS_BLOB_KINDS)))
 
 
 def split_document(document: dict[str, Any]) -> tuple[bytes, int | None, list[Any]]:
@@ -83,8 +84,7 @@ def pack_entry(entry: Any, *, blob_threshold: int, text_limit: int, created_at: 
                          text=entry_text(entry, text_limit))
     # Only an entry naming an always-blob kind somewhere can hold one: most are not walked.
     if isinstance(entry, dict) and (len(body) > blob_threshold
-                                    or (any(mark in body for mark in _ALWAYS_BLOB_MARKS)
-                                        and _has_always_blob(entry))):
+                                    or (_ALWAYS_BLOB_MARKS.search(body) and _has_always_blob(entry))):
         _move_blobs(entry, packed, blob_threshold)
     return packed
 
