@@ -7,6 +7,7 @@ file in ``AGENTFOLIO_DATA_DIR``), as the account given with ``--account``.
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -28,6 +29,8 @@ from agentfolio.cli.output import (
 )
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from agentfolio.app import Agentfolio
     from agentfolio.app.imports import ImportOutcome
     from agentfolio.store import Account
@@ -67,21 +70,19 @@ def import_command(
 
     Each file is stored whole or not at all; a file in another format is converted to
     durable state and what the conversion could not keep is reported."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
     from agentfolio.app.imports import import_files
     from agentfolio.cli.documents import print_losses
 
     counts = {"stored": 0, "skipped": 0, "failed": 0}
     with open_folio() as folio:
         owner = account_named(folio, account, create=True)
-        progress = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                            TextColumn("{task.fields[name]}"), console=stderr(), transient=True,
-                            disable=jsonl or not stderr().is_terminal)
-        task = progress.add_task("import", total=None, name="")
+        progress = _import_progress() if not jsonl and stderr().is_terminal else None
+        task = progress.add_task("import", total=None, name="") if progress is not None else None
+        console = progress.console if progress is not None else stderr()
 
         def started(total: int) -> None:
-            progress.update(task, total=total)
+            if progress is not None and task is not None:
+                progress.update(task, total=total)
 
         def done(outcome: ImportOutcome) -> None:
             counts[outcome.status] += 1
@@ -89,15 +90,25 @@ def import_command(
                 sys.stdout.buffer.write(_json_line(outcome.to_json()))
                 sys.stdout.flush()
             if outcome.error:
-                progress.console.print("[red]error:[/] " + clean(outcome.error), soft_wrap=True)
+                console.print("[red]error:[/] " + clean(outcome.error), soft_wrap=True)
             elif outcome.losses:
                 print_losses(outcome.losses, str(outcome.path), outcome.format, "durable-state")
-            progress.update(task, advance=1, name=one_line(outcome.path.name, 60))
+            if progress is not None and task is not None:
+                progress.update(task, advance=1, name=one_line(outcome.path.name, 60))
 
-        with progress:
+        with progress if progress is not None else nullcontext():
             import_files(folio, owner, paths, agent=agent, max_bytes=max_bytes, on_start=started, on_file=done)
     stderr().print(f"{counts['stored']} stored, {counts['skipped']} already stored, {counts['failed']} failed")
     raise typer.Exit(EXIT_INVALID if counts["failed"] else 0)
+
+
+def _import_progress() -> Progress:
+    """The bar an import shows on a terminal (rich's progress module is loaded only then: a
+    script's import, or one printing lines, starts without it)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    TextColumn("{task.fields[name]}"), console=stderr(), transient=True)
 
 
 def _json_line(value: dict[str, Any]) -> bytes:
