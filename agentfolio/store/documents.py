@@ -74,13 +74,24 @@ class PackedEntry:
         return _json.dumps([ref for ref, _, _ in self.blobs]).decode() if self.blobs else None
 
 
+#: The longest text a derived short column (an entry's kind, its roles) keeps.
+COLUMN_TEXT_CHARS = 100
+
+
+def column_text(value: str) -> str:
+    """A text derived from an entry for a short column of its row: cut to
+    COLUMN_TEXT_CHARS, NUL shown as U+FFFD (PostgreSQL refuses NUL in a text column; the
+    entry's exact JSON is in its body, so nothing is lost)."""
+    return value[:COLUMN_TEXT_CHARS].replace("\x00", "\ufffd")
+
+
 def pack_entry(entry: Any, *, blob_threshold: int, text_limit: int, created_at: float | None) -> PackedEntry:
     """An entry cut into its row: its JSON (contents moved to blobs when large), kind,
     search text, and ``created_at``, its own time as its facts read it
     (``present.activity.entry_facts``)."""
     body = _json.dumps(entry)
     kind = entry.get("$type") if isinstance(entry, dict) else None
-    packed = PackedEntry(body=body, kind=kind if isinstance(kind, str) else None, created_at=created_at,
+    packed = PackedEntry(body=body, kind=column_text(kind) if isinstance(kind, str) else None, created_at=created_at,
                          text=entry_text(entry, text_limit))
     # Only an entry naming an always-blob kind somewhere can hold one: most are not walked.
     if isinstance(entry, dict) and (len(body) > blob_threshold

@@ -41,6 +41,7 @@ from agentfolio.store.blobs import BlobMissing, BlobStore, content_key, legacy_k
 from agentfolio.store.documents import (
     PackedEntry,
     assemble,
+    column_text,
     head_with_history,
     pack_entry,
     split_document,
@@ -228,7 +229,7 @@ def _counted_values(facts: EntryFacts, latency: float | None) -> tuple[Any, ...]
     """An entry row's counted columns (NULL rather than 0, so rows stay small)."""
     return (latency, _capped(facts.input_tokens), _capped(facts.output_tokens), _capped(facts.total_tokens),
             facts.tool_calls or None, facts.failed_tools or None, facts.errors or None,
-            facts.roles_text[:100] or None)
+            column_text(facts.roles_text) or None)
 
 
 def _entry_values(entry: PackedEntry, facts: EntryFacts, latency: float | None) -> tuple[Any, ...]:

@@ -328,3 +328,16 @@ def test_integers_beyond_64_bits_are_stored_exactly(store: Store) -> None:
     assert appended is not None
     _, data = store.sessions.of(account).get_bytes(created.session.id)
     assert _json.loads(data)["data"]["conversationHistory"][2]["messages"][0]["extensionData"] == {"big": -2**70}
+
+
+def test_kinds_and_roles_of_any_text_are_stored_and_read_back_exactly(store: Store) -> None:
+    """An unknown kind or a role may hold NUL or be long: their short columns keep a cut of
+    them (PostgreSQL refuses NUL in text), the body the exact JSON."""
+    sessions = store.sessions.of(store.accounts.ensure("alice"))
+    odd = {"$type": "future\x00" + "k" * 150, "payload": [1]}
+    spoken = {**request_entry("hi"), "messages": [{"role": "us\x00er" + "r" * 150,
+                                                   "contents": [{"$type": "text", "text": "hi"}]}]}
+    sessions.create(state(odd, spoken), session_id="odd", strict=False)  # a role outside the enum: kept
+    sessions.append("odd", odd, expected_version=1, strict=False)
+    history = orjson.loads(sessions.get_bytes("odd")[1])["data"]["conversationHistory"]
+    assert history == [odd, spoken, odd]
