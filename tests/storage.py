@@ -90,6 +90,20 @@ def store(settings: Settings) -> Iterator[Store]:
         opened.close()
 
 
+def statements_run(engine: Any) -> list[str]:
+    """Every SQL statement the engine sends from now on, in order (for the test's life:
+    the engine is the test's own)."""
+    import sqlalchemy as sa
+
+    seen: list[str] = []
+
+    @sa.event.listens_for(engine, "before_cursor_execute")
+    def record(_conn, _cursor, statement, _parameters, _context, _many):  # type: ignore[no-untyped-def]
+        seen.append(statement)
+
+    return seen
+
+
 def free_port() -> int:
     with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
         sock.bind(("127.0.0.1", 0))

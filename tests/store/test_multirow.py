@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from agentfolio.store import Store, multirow
 from agentfolio.store.engine import read_transaction, write_transaction
+from tests.storage import statements_run
 
 _METADATA = sa.MetaData()
 _TABLE = sa.Table("multirow_probe", _METADATA,
@@ -29,16 +30,6 @@ def table(store: Store) -> Iterator[sa.Table]:
     _METADATA.drop_all(store.engine)
 
 
-def statements_run(store: Store) -> list[str]:
-    seen: list[str] = []
-
-    @sa.event.listens_for(store.engine, "before_cursor_execute")
-    def record(_conn, _cursor, statement, _parameters, _context, _many):  # type: ignore[no-untyped-def]
-        seen.append(statement)
-
-    return seen
-
-
 def test_rows_are_stored_with_their_values_and_their_keys_returned(store: Store, table: sa.Table) -> None:
     rows = [(f"row-{index}", index / 3 if index % 2 else None, bytes([index % 256]) * index)
             for index in range(300)]
@@ -54,7 +45,7 @@ def test_rows_are_stored_with_their_values_and_their_keys_returned(store: Store,
 def test_statements_end_at_the_parameter_limit(store: Store, table: sa.Table,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(multirow, "MAX_PARAMETERS", 6)  # two rows of three columns
-    seen = statements_run(store)
+    seen = statements_run(store.engine)
     rows = [(f"row-{index}", float(index), None) for index in range(5)]
     with write_transaction(store.engine) as connection:
         returned = multirow.insert_rows(connection, table.name, ("name", "size", "data"), rows, returning=("name",))

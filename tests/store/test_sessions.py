@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from agentfolio.store import AlreadyExists, InvalidInput, NotFound, Store, VersionConflict
 from agentfolio.store.tables import sessions as sessions_table
+from tests.storage import statements_run
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = [*sorted((ROOT / "tests" / "fixtures" / "durable_state").glob("*.json")), ROOT / "agentfolio" / "samples" / "durable-agent-state.sample.json"]
@@ -230,11 +231,7 @@ def test_append_cost_does_not_grow_with_the_history(store: Store) -> None:
     """Structural, not timed: an append runs the same statements at 10 and 2,000 entries,
     and none of them reads or writes other entries."""
     account = store.accounts.ensure("alice")
-    statements: list[str] = []
-
-    @sa.event.listens_for(store.engine, "before_cursor_execute")
-    def record(_conn, _cursor, statement, parameters, _context, _many):  # type: ignore[no-untyped-def]
-        statements.append(statement)
+    statements = statements_run(store.engine)
 
     shapes = []
     for size in (10, 2000):
@@ -255,11 +252,7 @@ def test_storing_many_sessions_at_once_runs_the_statements_of_one(store: Store) 
     per row had SQLite's writer wait for Python's GIL once per row, beside a thread busy
     preparing the next batch), and every session gets its own entries back."""
     sessions = store.sessions.of(store.accounts.ensure("alice"))
-    statements: list[str] = []
-
-    @sa.event.listens_for(store.engine, "before_cursor_execute")
-    def record(_conn, _cursor, statement, parameters, _context, _many):  # type: ignore[no-untyped-def]
-        statements.append(statement)
+    statements = statements_run(store.engine)
 
     inserts = []
     for count in (1, 60):
