@@ -4,15 +4,9 @@ An entry's search text (``entries.text``: its messages' text, lower-cased) is in
 by words — runs of letters and digits, as SQLite's ``unicode61`` tokenizer and
 :data:`_WORD` read them:
 
-* PostgreSQL: a GIN index on :data:`LEXEMES`, the entry's words as this process cuts them
-  (:func:`entry_words`, into ``entries.words``) read as a ``tsvector``; a query is the
-  ``tsquery`` ``'w1':* & 'w2':*``, cast, never parsed.  Neither side goes through
-  PostgreSQL's text-search parser: ``to_tsvector`` of each entry's text cost the server
-  more than the rest of storing it, and its parser splits words by its own rules (by
-  the database's locale) where SQLite's tokenizer and the query read runs of letters and
-  digits.  Rows written without words (by an agentfolio older than migration
-  0017_entry_words, during a rolling upgrade) get them from a trigger, cut by
-  PostgreSQL's regular expressions instead.
+* PostgreSQL: a GIN index on :data:`WORDS` (``to_tsvector('simple', …)`` of the text with
+  ASCII punctuation read as spaces, so paths, e-mail addresses and URLs are split into
+  their words as on SQLite); a query is ``to_tsquery('simple', 'w1:* & w2:*')``.
 * SQLite: a contentless FTS5 index ``entries_fts`` (the text is in ``entries`` already)
   whose rowid is :func:`fts_rowid` of the entry, so a session's entries are one rowid
   range.  Entries are added to it when they are written and taken out (FTS5's ``delete``
@@ -52,8 +46,7 @@ from agentfolio import _json
 from agentfolio.store.multirow import insert_rows
 from agentfolio.store.tables import entries
 
-__all__ = ["CANDIDATES", "FALLBACK_SESSIONS", "LEXEMES", "MAX_EXPANSION", "WALK_SESSIONS", "SessionSearch",
-           "entry_words", "fts_rowid"]
+__all__ = ["CANDIDATES", "FALLBACK_SESSIONS", "MAX_EXPANSION", "WALK_SESSIONS", "WORDS", "SessionSearch", "fts_rowid"]
 
 _WORD = re.compile(r"[^\W_]+")
 #: Words of a query that count (more are ignored), and the longest word kept.
@@ -75,32 +68,13 @@ TERMS_TABLE = "entries_fts_terms"
 MAX_EXPANSION = 16
 #: The greatest code point: every term starting with a word sorts below word + this.
 _LAST_CHARACTER = "\U0010ffff"
-#: PostgreSQL's indexed expression (migration 0017_entry_words builds the same one).
-LEXEMES = "(words::tsvector)"
-#: An indexed word: a run of letters and digits, cut at this many characters (at most
-#: 2,000 bytes: PostgreSQL refuses a lexeme of 2,047).  A query word is cut at MAX_WORD and
-#: matches as a prefix, so a longer word is found by its start either way.
-INDEX_WORD_CHARS = 500
-_INDEX_WORD = re.compile(rf"[^\W_]{{1,{INDEX_WORD_CHARS}}}")
-#: ASCII text's bytes with every byte that is not a letter or digit made a space: the
-#: words of ASCII text in one C call, where the regular expression took ten times longer.
-_ASCII_WORD_BYTES = bytes(byte if chr(byte).isascii() and chr(byte).isalnum() else 0x20 for byte in range(256))
-_LONG_ASCII_WORD = re.compile(rb"[^ ]{%d}" % (INDEX_WORD_CHARS + 1))
+#: PostgreSQL's indexed expression (migration 0009_flat_reads builds the same one): a
+#: query must spell it exactly, constants inline, for the planner to use the index.
+WORDS = r"""to_tsvector('simple', regexp_replace(text, '[!-/:-@\[-`{-~]+', ' ', 'g'))"""
 
 
 def fts_rowid(session_pk: int, position: int) -> int:
     return (session_pk << POSITION_BITS) | position
-
-
-def entry_words(text: str) -> str:
-    """An entry's search text (lower-cased already) as PostgreSQL's index reads it: its
-    words, space-separated, in ``tsvector`` input syntax (letters and digits need no quotes;
-    the server sorts them and drops repeats)."""
-    if text.isascii():
-        words = text.encode().translate(_ASCII_WORD_BYTES)
-        if len(words) <= INDEX_WORD_CHARS or not _LONG_ASCII_WORD.search(words):
-            return words.decode()
-    return " ".join(_INDEX_WORD.findall(text))
 
 
 def query_words(text: str) -> list[str]:
@@ -162,12 +136,9 @@ class SessionSearch:
 
     def _entry_matches(self) -> ColumnElement[bool]:
         """PostgreSQL: the entry's words hold every word (as a prefix)."""
-        from sqlalchemy.dialects.postgresql import TSQUERY
-
-        # Quoted lexemes, cast: a query word holds only letters and digits (no quote).
-        query = " & ".join(f"'{word}':*" for word in self.words)
-        return sa.literal_column(LEXEMES.replace("(words", "(entries.words")).op("@@")(
-            sa.cast(sa.literal(query, sa.Text), TSQUERY))
+        query = " & ".join(f"{word}:*" for word in self.words)
+        return sa.literal_column(WORDS.replace("(text,", "(entries.text,")).op("@@")(
+            sa.func.to_tsquery(sa.literal_column("'simple'"), query))
 
     def _fts_match(self) -> str:
         """SQLite's MATCH: every word, as the whole terms it starts (see the module's notes)."""

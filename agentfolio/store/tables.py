@@ -122,14 +122,11 @@ entries = sa.Table(
     *(sa.Column(name, sa.BigInteger, nullable=True)
       for name in ("input_tokens", "output_tokens", "total_tokens", "tool_calls", "failed_tools", "errors")),
     sa.Column("roles", sa.String(100), nullable=True),
-    # PostgreSQL: the text's words, as store.search.entry_words cuts them, for its index
-    # (NULL on SQLite, whose FTS5 table cuts them itself).
-    sa.Column("words", sa.Text, nullable=True),
 )
 
-# Full-text search of the entries' words (store.search) lives outside this metadata:
-# PostgreSQL's GIN index ``ix_entries_lexemes`` on ``words::tsvector`` (migration
-# 0017_entry_words), SQLite's FTS5 table ``entries_fts`` (0009_flat_reads).
+# Full-text search of the entries' words (store.search) lives outside this metadata, made
+# by migration 0009_flat_reads: PostgreSQL's GIN index ``ix_entries_words`` on
+# to_tsvector('simple', text), SQLite's FTS5 table ``entries_fts``.
 
 # The blob store is content-addressed: a blob's key is the SHA-256 of its bytes, so a key
 # names the same bytes for ever and is never reused for other ones.  ``blobs`` has a row
