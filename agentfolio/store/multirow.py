@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-__all__ = ["MAX_PARAMETERS", "insert_rows"]
+__all__ = ["MAX_PARAMETERS", "chunks", "insert_rows"]
 
 #: Values bound in one statement at most: below SQLite's default limit (32,766) and
 #: PostgreSQL's (65,535).
@@ -40,7 +40,7 @@ def insert_rows(connection: Connection, table: str, columns: Sequence[str], rows
     row_marks = f"({', '.join([marker] * len(columns))})"
     tail = f" RETURNING {', '.join(quote(name) for name in returning)}" if returning else ""
     found: list[tuple[Any, ...]] = []
-    for chunk in _chunks(rows, max(1, _most_parameters(connection) // max(1, len(columns)))):
+    for chunk in chunks(rows, max(1, _most_parameters(connection) // max(1, len(columns)))):
         result = connection.exec_driver_sql(into + ",".join([row_marks] * len(chunk)) + tail,
                                             tuple(chain.from_iterable(chunk)))
         if returning:
@@ -58,6 +58,7 @@ def _most_parameters(connection: Connection) -> int:
     return min(MAX_PARAMETERS, int(driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)))  # type: ignore[union-attr]
 
 
-def _chunks(rows: Sequence[Sequence[Any]], size: int) -> Iterator[Sequence[Sequence[Any]]]:
-    for start in range(0, len(rows), size):
-        yield rows[start:start + size]
+def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    """``items`` in slices of ``size``: the rows of one statement, or the values of one ``IN``."""
+    for start in range(0, len(items), size):
+        yield items[start:start + size]

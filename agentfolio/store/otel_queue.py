@@ -43,6 +43,7 @@ from agentfolio.registry.sensitive import load_masked
 from agentfolio.store.accounts import Account
 from agentfolio.store.engine import read_transaction, write_transaction
 from agentfolio.store.errors import StoreUnavailable
+from agentfolio.store.multirow import chunks
 from agentfolio.store.registry.base import Rows
 from agentfolio.store.registry.bulk import execute_many, insert_many
 from agentfolio.store.registry_tables import otel_work as t_work
@@ -60,6 +61,8 @@ DEFAULT_LEASE_SECONDS = 30.0
 MAX_ATTEMPTS = 5
 #: Most waiting spans read for one claim (the rest wait for the next).
 MAX_SPANS_PER_CLAIM = 5_000
+#: Keys matched in one ``IN`` of tuples when a round's work is closed.
+_IN_CHUNK = 300
 
 
 def now_us() -> int:
@@ -268,11 +271,11 @@ def _close(connection: Connection, token: str, finishing: Finishing, lease_us: i
     finished = sorted(set(finishing._done) & held)
     taken = [(account_pk, session_id, span_id) for account_pk, session_id in finished
              for span_id in finishing._done[(account_pk, session_id)]]
-    for chunk in _chunks(taken):
+    for chunk in chunks(taken, _IN_CHUNK):
         connection.execute(sa.delete(t_waiting).where(
             sa.tuple_(t_waiting.c.account_pk, t_waiting.c.session_id, t_waiting.c.span_id).in_(chunk)))
     ours = t_work.c.claim == token
-    for chunk in _chunks(finished):
+    for chunk in chunks(finished, _IN_CHUNK):
         keys = sa.tuple_(t_work.c.account_pk, t_work.c.session_id).in_(chunk)
         # Gone once nothing waits; a request adding spans meanwhile holds its row's lock
         # until it commits, so its spans are seen here or its upsert makes the row again.
@@ -292,6 +295,3 @@ def _close(connection: Connection, token: str, finishing: Finishing, lease_us: i
             .values(claim=None, lease_until=stamp + pause))
 
 
-def _chunks(items: Sequence[Any], size: int = 300) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]

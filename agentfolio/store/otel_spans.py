@@ -48,6 +48,7 @@ from agentfolio.registry.spans import (
 from agentfolio.store.accounts import Account
 from agentfolio.store.engine import write_transaction
 from agentfolio.store.errors import StoreUnavailable as StoreUnavailable
+from agentfolio.store.multirow import chunks
 from agentfolio.store.otel_epochs import TraceEpoch, TraceEpochs
 from agentfolio.store.otel_queue import QueueRows
 from agentfolio.store.registry import AccountRecord, RegistryStore, RegistryUnit
@@ -194,7 +195,7 @@ class OtelRows(Rows):
     def stored(self, span_ids: list[str]) -> set[str]:
         """Which of these span ids are stored."""
         found: set[str] = set()
-        for chunk in _chunks(span_ids):
+        for chunk in chunks(span_ids, _CHUNK):
             found.update(self.conn.execute(self.scope.select(t_spans, t_spans.c.id)
                                            .where(self.among(t_spans.c.id, chunk))).scalars())
         return found
@@ -202,7 +203,7 @@ class OtelRows(Rows):
     def agents_of_spans(self, span_ids: list[str]) -> dict[str, str]:
         """Stored span id → the external identifier of the agent it is filed under."""
         found: dict[str, str] = {}
-        for chunk in _chunks(span_ids):
+        for chunk in chunks(span_ids, _CHUNK):
             found.update(self.conn.execute(self.scope.select(t_spans, t_spans.c.id, t_agents.c.external_identifier)
                                            .join(t_agents, t_spans.c.agent_id == t_agents.c.id)
                                            .where(self.among(t_spans.c.id, chunk))).all())
@@ -211,7 +212,7 @@ class OtelRows(Rows):
     def instances_of_spans(self, span_ids: list[str]) -> dict[str, str]:
         """Stored span id → its instance id."""
         found: dict[str, str] = {}
-        for chunk in _chunks(span_ids):
+        for chunk in chunks(span_ids, _CHUNK):
             found.update(self.conn.execute(self.scope.select(t_spans, t_spans.c.id, t_spans.c.instance_id)
                                            .where(self.among(t_spans.c.id, chunk))).all())
         return found
@@ -219,7 +220,7 @@ class OtelRows(Rows):
     def agents_named(self, names: list[str]) -> dict[str, str]:
         """Agent external identifier → agent id, for those of ``names`` that exist."""
         found: dict[str, str] = {}
-        for chunk in _chunks(names):
+        for chunk in chunks(names, _CHUNK):
             found.update(self.conn.execute(self.scope.select(t_agents, t_agents.c.external_identifier, t_agents.c.id)
                                            .where(self.among(t_agents.c.external_identifier, chunk))).all())
         return found
@@ -268,7 +269,7 @@ class OtelRows(Rows):
     def instances_of_traces(self, agent_id: str, trace_ids: list[str]) -> list[Any]:
         """The agent's instances for these trace ids (their external identifiers)."""
         found: list[Any] = []
-        for chunk in _chunks(trace_ids):
+        for chunk in chunks(trace_ids, _CHUNK):
             found.extend(self.conn.execute(self.scope.select(
                 t_instances, t_instances.c.id, t_instances.c.external_identifier, t_instances.c.schema_version_id,
                 t_instances.c.started_at, t_instances.c.finished_at, t_instances.c.status).where(
@@ -284,14 +285,14 @@ class OtelRows(Rows):
     def delete_instances_if_empty(self, instance_ids: list[str]) -> None:
         self.apply_counts()  # the spans moved out are counted before the stats row goes with the instance
         # The spans of an instance are its account's: the instance's scope covers them.
-        for chunk in _chunks(instance_ids):
+        for chunk in chunks(instance_ids, _CHUNK):
             self.conn.execute(self.scope.delete(t_instances).where(
                 self.among(t_instances.c.id, chunk), ~sa.exists().where(t_spans.c.instance_id == t_instances.c.id)))
 
     def service_instances(self, services: list[str], trace_ids: list[str]) -> list[tuple[str, str]]:
         """(instance id, trace id) of the traces filed under one of these service agents."""
         found: list[tuple[str, str]] = []
-        for chunk in _chunks(trace_ids):
+        for chunk in chunks(trace_ids, _CHUNK):
             found.extend(self.conn.execute(
                 self.scope.select(t_instances, t_instances.c.id, t_instances.c.external_identifier)
                 .join(t_agents, t_instances.c.agent_id == t_agents.c.id)
@@ -302,7 +303,7 @@ class OtelRows(Rows):
     def span_trees(self, instance_ids: list[str]) -> dict[str, list[tuple[str, str | None, str]]]:
         """Instance id → (span id, parent span id, span type) of every span of it."""
         found: dict[str, list[tuple[str, str | None, str]]] = defaultdict(list)
-        for chunk in _chunks(instance_ids):
+        for chunk in chunks(instance_ids, _CHUNK):
             for instance_id, span_id, parent_id, schema_name in self.conn.execute(self.scope.select_by_key(
                     t_spans, t_spans.c.instance_id, t_spans.c.id, t_spans.c.parent_span_id, t_spans.c.schema_name)
                     .where(self.among(t_spans.c.instance_id, chunk))):
@@ -319,7 +320,7 @@ class OtelRows(Rows):
 
     def update_instances(self, instance_ids: list[str], **changes: Any) -> None:
         """Set ``changes`` on these instances (traces)."""
-        for chunk in _chunks(instance_ids):
+        for chunk in chunks(instance_ids, _CHUNK):
             self.conn.execute(self.scope.update(t_instances).where(self.among(t_instances.c.id, chunk))
                               .values(**changes))
 
@@ -327,7 +328,7 @@ class OtelRows(Rows):
         """Spans stored before their parent, among the children of ``parent_ids`` (through
         the partial index of such spans)."""
         found: list[Any] = []
-        for chunk in _chunks(parent_ids):
+        for chunk in chunks(parent_ids, _CHUNK):
             found.extend(self.conn.execute(self.scope.select(
                 t_spans, t_spans.c.id, t_spans.c.validation, t_spans.c.instance_id, t_spans.c.parent_span_id)
                 .where(t_spans.c.parent_found == sa.false(), self.among(t_spans.c.parent_span_id, chunk))))
@@ -341,7 +342,7 @@ class OtelRows(Rows):
     def session_span_counts(self, session_ids: list[str]) -> dict[str, int]:
         """How many spans each of these sessions has (absent: none)."""
         found: dict[str, int] = {}
-        for chunk in _chunks(session_ids):
+        for chunk in chunks(session_ids, _CHUNK):
             found.update(self.conn.execute(self.scope.select(t_spans, t_spans.c.session_id, sa.func.count())
                                            .where(self.among(t_spans.c.session_id, chunk))
                                            .group_by(t_spans.c.session_id)).all())
@@ -349,7 +350,7 @@ class OtelRows(Rows):
 
     def conversations(self, session_ids: list[str]) -> dict[str, ConversationRecord]:
         found: dict[str, ConversationRecord] = {}
-        for chunk in _chunks(session_ids):
+        for chunk in chunks(session_ids, _CHUNK):
             for row in self.conn.execute(self.scope.select(
                     t_conversations, t_conversations.c.session_id, t_conversations.c.state,
                     t_conversations.c.session_version, t_conversations.c.spans)
@@ -359,7 +360,7 @@ class OtelRows(Rows):
 
     def keep_conversations(self, records: dict[str, ConversationRecord]) -> None:
         session_ids = sorted(records)
-        for chunk in _chunks(session_ids):
+        for chunk in chunks(session_ids, _CHUNK):
             self.conn.execute(self.scope.delete(t_conversations).where(self.among(t_conversations.c.session_id, chunk)))
         stamp = now_us()
         insert_many(self.conn, t_conversations, self.scope.rows(
@@ -375,9 +376,6 @@ class OtelRows(Rows):
             .order_by(t_spans.c.started_at, t_spans.c.id).limit(limit)).all())
 
 
-def _chunks(values: list[str]) -> Iterator[list[str]]:
-    for start in range(0, len(values), _CHUNK):
-        yield values[start:start + _CHUNK]
 
 
 class _Write:
