@@ -736,8 +736,8 @@ class Sessions:
             raise AlreadyExists(f"a session {session_id!r} already exists") from None
 
     def _insert_new(self, connection: Connection, new: Sequence[NewSession]) -> None:
-        """Every session row in one statement, then every entry: many small sessions cost
-        a few statements, not a few per session."""
+        """Every session row, then every entry, in as few statements as the parameter limit
+        allows (store.multirow): many small sessions cost a few statements, not a few per session."""
         # Every row in a few statements (SQLAlchemy's insert of many rows with their pks in
         # order ran one statement per row on SQLite); the pks are matched by id.
         scoped = self.scope.rows(item.row for item in new)
