@@ -201,10 +201,11 @@ def server_cost(folder: Path, rounds: int = 3) -> dict[str, object]:
     the GIN index of the search text's words, and with both (best of ``rounds``), read
     from the server process's /proc entry (so: a server on this machine)."""
     from agentfolio.present.search import entry_text
-    from agentfolio.store.search import WORDS
+    from agentfolio.store.search import entry_words
 
-    rows = [[(position, entry.get("$type"), orjson.dumps(entry), entry_text(entry, 8192))
-             for position, entry in enumerate(orjson.loads(path.read_bytes())["data"]["conversationHistory"])]
+    rows = [[(position, entry.get("$type"), orjson.dumps(entry), text, entry_words(text))
+             for position, entry in enumerate(orjson.loads(path.read_bytes())["data"]["conversationHistory"])
+             for text in (entry_text(entry, 8192),)]
             for path in sorted(folder.glob("*.json"))]
     kinds = {"bare": "", "foreign_key": "fk", "gin": "gin", "both": "fk gin"}
     with fresh_database("postgresql") as url:
@@ -227,10 +228,10 @@ def server_cost(folder: Path, rounds: int = 3) -> dict[str, object]:
                 for name, has in kinds.items():
                     key = " REFERENCES parents (pk) ON DELETE CASCADE" if "fk" in has else ""
                     connection.exec_driver_sql(f"CREATE TABLE rows_{name} (session_pk bigint{key}, position integer, "
-                                               "kind text, body bytea, text text NOT NULL, "
+                                               "kind text, body bytea, text text NOT NULL, words tsvector, "
                                                "PRIMARY KEY (session_pk, position))")
                     if "gin" in has:
-                        connection.exec_driver_sql(f"CREATE INDEX ON rows_{name} USING gin ({WORDS})")
+                        connection.exec_driver_sql(f"CREATE INDEX ON rows_{name} USING gin (words)")
                 connection.commit()
                 raw = connection.connection.driver_connection
                 best = dict.fromkeys(kinds, float("inf"))
@@ -238,7 +239,7 @@ def server_cost(folder: Path, rounds: int = 3) -> dict[str, object]:
                     for name in kinds:
                         before = server_seconds()
                         with raw.cursor() as cursor, cursor.copy(  # type: ignore[union-attr]
-                                f"COPY rows_{name} (session_pk, position, kind, body, text) FROM STDIN") as copy:
+                                f"COPY rows_{name} (session_pk, position, kind, body, text, words) FROM STDIN") as copy:
                             for number, file_rows in enumerate(rows):
                                 for row in file_rows:
                                     copy.write_row((round_number * len(rows) + number, *row))

@@ -4,9 +4,15 @@ An entry's search text (``entries.text``: its messages' text, lower-cased) is in
 by words — runs of letters and digits, as SQLite's ``unicode61`` tokenizer and
 :data:`_WORD` read them:
 
-* PostgreSQL: a GIN index on :data:`WORDS` (``to_tsvector('simple', …)`` of the text with
-  ASCII punctuation read as spaces, so paths, e-mail addresses and URLs are split into
-  their words as on SQLite); a query is ``to_tsquery('simple', 'w1:* & w2:*')``.
+* PostgreSQL: a GIN index on ``entries.words``, a ``tsvector`` of the entry's words as
+  this process cuts them (:func:`entry_words`); a query is the ``tsquery``
+  ``'w1':* & 'w2':*``, cast, never parsed.  Neither side goes through
+  PostgreSQL's text-search parser: ``to_tsvector`` of each entry's text cost the server
+  more than the rest of storing it, and its parser splits words by its own rules (by
+  the database's locale) where SQLite's tokenizer and the query read runs of letters and
+  digits.  Rows written without words (by an agentfolio older than migration
+  0017_entry_words, during a rolling upgrade) get them from a trigger, cut by
+  PostgreSQL's regular expressions instead.
 * SQLite: a contentless FTS5 index ``entries_fts`` (the text is in ``entries`` already)
   whose rowid is :func:`fts_rowid` of the entry, so a session's entries are one rowid
   range.  Entries are added to it when they are written and taken out (FTS5's ``delete``
@@ -35,7 +41,8 @@ the account's sessions in write order to pick them out.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -46,7 +53,8 @@ from agentfolio import _json
 from agentfolio.store.multirow import insert_rows
 from agentfolio.store.tables import entries
 
-__all__ = ["CANDIDATES", "FALLBACK_SESSIONS", "MAX_EXPANSION", "WALK_SESSIONS", "WORDS", "SessionSearch", "fts_rowid"]
+__all__ = ["CANDIDATES", "FALLBACK_SESSIONS", "MAX_EXPANSION", "WALK_SESSIONS", "SessionSearch",
+           "entry_words", "fts_rowid"]
 
 _WORD = re.compile(r"[^\W_]+")
 #: Words of a query that count (more are ignored), and the longest word kept.
@@ -68,13 +76,39 @@ TERMS_TABLE = "entries_fts_terms"
 MAX_EXPANSION = 16
 #: The greatest code point: every term starting with a word sorts below word + this.
 _LAST_CHARACTER = "\U0010ffff"
-#: PostgreSQL's indexed expression (migration 0009_flat_reads builds the same one): a
-#: query must spell it exactly, constants inline, for the planner to use the index.
-WORDS = r"""to_tsvector('simple', regexp_replace(text, '[!-/:-@\[-`{-~]+', ' ', 'g'))"""
+#: An indexed word: a run of letters and digits, cut at this many characters (at most
+#: 2,000 bytes: PostgreSQL refuses a lexeme of 2,047).  A query word is cut at MAX_WORD and
+#: matches as a prefix, so a longer word is found by its start either way.
+INDEX_WORD_CHARS = 500
+_INDEX_WORD = re.compile(rf"[^\W_]{{1,{INDEX_WORD_CHARS}}}")
+#: ASCII text's bytes with every byte that is not a letter or digit made a space: the
+#: words of ASCII text in one C call, where the regular expression took ten times longer.
+_ASCII_WORD_BYTES = bytes(byte if chr(byte).isascii() and chr(byte).isalnum() else 0x20 for byte in range(256))
+_LONG_ASCII_WORD = re.compile(rb"[^ ]{%d}" % (INDEX_WORD_CHARS + 1))
+#: An entry's words are cut at this many characters (at a space): PostgreSQL refuses a
+#: ``tsvector`` of a megabyte, and 128 Ki characters make at most 512 KiB of words and
+#: 256 KiB of their entries.  (The search text is 32 Ki characters unless set longer.)
+INDEX_CHARS = 128 * 1024
 
 
 def fts_rowid(session_pk: int, position: int) -> int:
     return (session_pk << POSITION_BITS) | position
+
+
+def entry_words(text: str) -> str:
+    """An entry's search text (lower-cased already) as PostgreSQL's index reads it: its
+    words, space-separated, in ``tsvector`` input syntax (letters and digits need no quotes;
+    the server sorts them and drops repeats), at most :data:`INDEX_CHARS` of them."""
+    words = None
+    if text.isascii():
+        cut = text.encode().translate(_ASCII_WORD_BYTES)
+        if len(cut) <= INDEX_WORD_CHARS or not _LONG_ASCII_WORD.search(cut):
+            words = cut.decode()
+    if words is None:
+        words = " ".join(_INDEX_WORD.findall(text))
+    if len(words) > INDEX_CHARS:
+        words = words[:words.rfind(" ", 0, INDEX_CHARS + 1)]
+    return words
 
 
 def query_words(text: str) -> list[str]:
@@ -136,9 +170,11 @@ class SessionSearch:
 
     def _entry_matches(self) -> ColumnElement[bool]:
         """PostgreSQL: the entry's words hold every word (as a prefix)."""
-        query = " & ".join(f"{word}:*" for word in self.words)
-        return sa.literal_column(WORDS.replace("(text,", "(entries.text,")).op("@@")(
-            sa.func.to_tsquery(sa.literal_column("'simple'"), query))
+        from sqlalchemy.dialects.postgresql import TSQUERY
+
+        # Quoted lexemes, cast: a query word holds only letters and digits (no quote).
+        query = " & ".join(f"'{word}':*" for word in self.words)
+        return entries.c.words.op("@@")(sa.cast(sa.literal(query, sa.Text), TSQUERY))
 
     def _fts_match(self) -> str:
         """SQLite's MATCH: every word, as the whole terms it starts (see the module's notes)."""
@@ -164,15 +200,30 @@ class SessionSearch:
         if self.postgresql:
             matching = (sa.select(entries.c.session_pk).where(self._entry_matches())
                         .limit(CANDIDATES + 1).subquery())
-            if self.connection.execute(sa.select(sa.func.count()).select_from(matching)).scalar_one() > CANDIDATES:
-                return None
-            return sorted(self.connection.execute(sa.select(matching.c.session_pk).distinct()).scalars())
+            with self._through_the_index():
+                if self.connection.execute(sa.select(sa.func.count()).select_from(matching)).scalar_one() > CANDIDATES:
+                    return None
+                return sorted(self.connection.execute(sa.select(matching.c.session_pk).distinct()).scalars())
         rowids = f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? LIMIT ?"
         bound = (self._fts_match(), CANDIDATES + 1)
         if self.connection.exec_driver_sql(f"SELECT count(*) FROM ({rowids})", bound).scalar_one() > CANDIDATES:
             return None
         return sorted(pk for (pk,) in self.connection.exec_driver_sql(
             f"SELECT DISTINCT rowid >> {POSITION_BITS} FROM ({rowids})", bound))
+
+    @contextmanager
+    def _through_the_index(self) -> Iterator[None]:
+        """PostgreSQL: the statements inside plan without a sequential scan, put back after
+        (for this transaction only).  Its estimate for a prefix (``word:*``) is a flat 2%
+        of the entries unless the column's statistics hold a hundred common words, and at
+        that the planner reads every entry, where the index finds a rare word's few: a
+        scan is never the better plan for the at most :data:`CANDIDATES` rows read."""
+        before = self.connection.exec_driver_sql(
+            "SELECT current_setting('enable_seqscan'), set_config('enable_seqscan', 'off', true)").scalar_one()
+        try:
+            yield
+        finally:
+            self.connection.exec_driver_sql("SELECT set_config('enable_seqscan', %s, true)", (before,))
 
     def among(self, session_pk: Any, candidates: list[int]) -> ColumnElement[bool]:
         """Keeps the sessions whose pk is one of ``candidates``.  On SQLite, as a join with

@@ -55,6 +55,7 @@ from agentfolio.store.search import (
     FALLBACK_SESSIONS,
     WALK_SESSIONS,
     SessionSearch,
+    entry_words,
     index_entries,
     unindex_sessions,
 )
@@ -221,7 +222,10 @@ _COUNTED_COLUMNS = ("latency", "input_tokens", "output_tokens", "total_tokens", 
                     "errors", "roles")
 #: Every column of an entry row, in the order its values are built and inserted.
 _ENTRY_COLUMNS = ("session_pk", "position", "kind", "created_at", "body", "blobs", "text", *_COUNTED_COLUMNS)
-assert set(_ENTRY_COLUMNS) == set(entries.c.keys()), "an entry column is not written"
+#: PostgreSQL's entry rows also carry the text's words (store.search.entry_words), cut
+#: as they are written (SQLite's full-text index cuts them itself).
+_PG_ENTRY_COLUMNS = (*_ENTRY_COLUMNS, "words")
+assert set(_PG_ENTRY_COLUMNS) == set(entries.c.keys()), "an entry column is not written"
 _TEXT = _ENTRY_COLUMNS.index("text")
 
 
@@ -294,21 +298,26 @@ def _insert_entry_rows(connection: Connection, rows: Sequence[tuple[Any, ...]]) 
     """Insert entry rows (:data:`_ENTRY_COLUMNS`) through the driver, many a statement
     (:func:`~agentfolio.store.multirow.insert_rows`): SQLAlchemy's handling of each row's
     parameters cost more than the insert itself for the many small entries of an import.
-    (Every value is one the driver takes as it is: int, float, str, bytes.)"""
-    if connection.dialect.driver == "psycopg" and len(rows) >= _COPY_FROM:
-        # COPY: the rows stream to the server in one command, neither a statement per row
-        # nor a statement of thousands of parameters for the driver to parse.  (A few rows,
-        # an append's, go as a statement: COPY's set-up would cost more than it saves.)
-        quote = connection.dialect.identifier_preparer.quote
-        raw = connection.connection.driver_connection
-        assert raw is not None
-        with raw.cursor() as cursor, cursor.copy(f"COPY {quote(entries.name)} "
-                                                 f"({', '.join(quote(name) for name in _ENTRY_COLUMNS)}) "
-                                                 "FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+    (Every value is one the driver takes as it is: int, float, str, bytes.)  PostgreSQL's
+    rows get their words here, in the thread writing them (:data:`_PG_ENTRY_COLUMNS`)."""
+    if connection.dialect.name != "postgresql":
+        insert_rows(connection, entries.name, _ENTRY_COLUMNS, rows)
         return
-    insert_rows(connection, entries.name, _ENTRY_COLUMNS, rows)
+    worded = [(*row, entry_words(row[_TEXT])) for row in rows]
+    if connection.dialect.driver != "psycopg" or len(rows) < _COPY_FROM:
+        # An append's few rows: COPY's set-up would cost more than it saves.
+        insert_rows(connection, entries.name, _PG_ENTRY_COLUMNS, worded)
+        return
+    # COPY: the rows stream to the server in one command, neither a statement per row nor
+    # a statement of thousands of parameters for the driver to parse.
+    quote = connection.dialect.identifier_preparer.quote
+    raw = connection.connection.driver_connection
+    assert raw is not None
+    with raw.cursor() as cursor, cursor.copy(f"COPY {quote(entries.name)} "
+                                             f"({', '.join(quote(name) for name in _PG_ENTRY_COLUMNS)}) "
+                                             "FROM STDIN") as copy:
+        for row in worded:
+            copy.write_row(row)
 
 
 class SessionStore:

@@ -15,6 +15,8 @@ the length of the history; reading splices the stored bytes back together.
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 # Constraint names the same on SQLite and PostgreSQL, so migrations can name them.
@@ -30,6 +32,23 @@ metadata = sa.MetaData(naming_convention=NAMING)
 
 # An auto-incrementing 64-bit key that is SQLite's rowid there.
 BigKey = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+class Lexemes(sa.types.TypeDecorator[str]):
+    """PostgreSQL's ``tsvector``, written in its input syntax (words separated by spaces);
+    TEXT elsewhere.  A type of its own rather than ``with_variant(TSVECTOR)``, which would
+    load PostgreSQL's dialect in every process that imports the tables."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: sa.Dialect) -> sa.types.TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import TSVECTOR
+
+            return dialect.type_descriptor(TSVECTOR())
+        return dialect.type_descriptor(sa.Text())
+
 
 accounts = sa.Table(
     "accounts", metadata,
@@ -122,11 +141,14 @@ entries = sa.Table(
     *(sa.Column(name, sa.BigInteger, nullable=True)
       for name in ("input_tokens", "output_tokens", "total_tokens", "tool_calls", "failed_tools", "errors")),
     sa.Column("roles", sa.String(100), nullable=True),
+    # PostgreSQL: the text's words, as store.search.entry_words cuts them, as a
+    # ``tsvector`` for its index (NULL on SQLite, whose FTS5 table cuts them itself).
+    sa.Column("words", Lexemes(), nullable=True),
 )
 
-# Full-text search of the entries' words (store.search) lives outside this metadata, made
-# by migration 0009_flat_reads: PostgreSQL's GIN index ``ix_entries_words`` on
-# to_tsvector('simple', text), SQLite's FTS5 table ``entries_fts``.
+# Full-text search of the entries' words (store.search) lives outside this metadata:
+# PostgreSQL's GIN index ``ix_entries_lexemes`` on ``words`` (migration 0017_entry_words),
+# SQLite's FTS5 table ``entries_fts`` (0009_flat_reads).
 
 # The blob store is content-addressed: a blob's key is the SHA-256 of its bytes, so a key
 # names the same bytes for ever and is never reused for other ones.  ``blobs`` has a row

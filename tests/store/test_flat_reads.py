@@ -11,11 +11,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import pytest
 import sqlalchemy as sa
 from alembic import command
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentfolio.app.registry import (
     AgentCreate,
@@ -29,7 +31,7 @@ from agentfolio.app.registry import (
 )
 from agentfolio.app.registry.fields import schema_version_draft
 from agentfolio.app.sessions import SessionService
-from agentfolio.store import InvalidInput, SessionCursor, Sessions, Store
+from agentfolio.store import AlreadyExists, InvalidInput, SessionCursor, Sessions, Store
 from agentfolio.store import search as search_module
 from agentfolio.store.engine import alembic_config
 from agentfolio.store.registry import base as registry_base
@@ -328,9 +330,104 @@ def test_postgresql_searches_through_its_index(store: Store) -> None:
         pytest.skip("the GIN index is PostgreSQL's (SQLite searches its FTS5 table by construction)")
     sessions = store.sessions.of(store.accounts.ensure("planner"))
     sessions.create(state("needle in the haystack"), session_id="n")
-    words = search_module.WORDS.replace("(text,", "(entries.text,")
     with store.engine.connect() as connection:
         connection.exec_driver_sql("SET enable_seqscan = off")  # a tiny table: ask whether the index can serve
         plan = "\n".join(row[0] for row in connection.exec_driver_sql(
-            f"EXPLAIN SELECT session_pk FROM entries WHERE {words} @@ to_tsquery('simple', 'needle:*')"))
-    assert "ix_entries_words" in plan
+            "EXPLAIN SELECT session_pk FROM entries WHERE words @@ '''needle'':*'::tsquery"))
+    assert "ix_entries_lexemes" in plan
+
+
+def test_postgresql_search_reads_a_rare_word_through_the_index(store: Store) -> None:
+    """Over entries like an agent's, whose words' statistics hold under a hundred common
+    words, PostgreSQL estimates any prefix at 2% of the rows and, left to choose, reads
+    every entry to find a rare word: the search's statements plan without that scan."""
+    if store.engine.dialect.name != "postgresql":
+        pytest.skip("the GIN index is PostgreSQL's")
+    sessions = store.sessions.of(store.accounts.ensure("planner"))
+    topics = ("weather", "train", "museum", "coffee", "invoice")
+    sessions.create(state(*(f"please check the {topics[index % 5]} for case {index}" for index in range(3000))),
+                    session_id="common")
+    sessions.create(state("the rare zeppelin"), session_id="rare")
+    with store.engine.connect() as connection:
+        connection.exec_driver_sql("ANALYZE entries")
+        connection.commit()
+    plans: list[str] = []
+
+    def explain(connection: sa.Connection, cursor: object, statement: str, parameters: object, *_: object) -> None:
+        if "entries.words @@" in statement:
+            with connection.connection.driver_connection.cursor() as explaining:  # type: ignore[union-attr]
+                explaining.execute("EXPLAIN " + statement, parameters)
+                plans.append("\n".join(row[0] for row in explaining.fetchall()))
+
+    sa.event.listen(store.engine, "before_cursor_execute", explain)
+    try:
+        assert found(sessions, "zeppelin") == {"rare"}
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", explain)
+    assert plans and all("ix_entries_lexemes" in plan and "Seq Scan on entries" not in plan for plan in plans), plans
+
+
+def test_a_word_longer_than_a_query_word_is_found_by_its_start(mine: Sessions) -> None:
+    long_word = "k" * 130 + "tail"
+    mine.create(state(f"see {long_word} here"), session_id="long")
+    assert found(mine, long_word) == {"long"}  # the query keeps its first 100 characters, as a prefix
+    assert found(mine, "k" * 100) == {"long"} and found(mine, "here") == {"long"}
+    assert found(mine, "k" * 99 + "x") == set()
+
+
+def test_postgresql_finds_entries_written_without_their_words(store: Store) -> None:
+    """An agentfolio older than the words column writes entries without them (a rolling
+    upgrade): the trigger cuts their words, and search finds them."""
+    if store.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite's FTS5 table cuts the words itself")
+    sessions = store.sessions.of(store.accounts.ensure("older"))
+    sessions.create(state("first"), session_id="old-writer")
+    with store.engine.begin() as connection:
+        session_pk = connection.execute(sa.select(sessions_table.c.pk)
+                                        .where(sessions_table.c.id == "old-writer")).scalar_one()
+        connection.exec_driver_sql("INSERT INTO entries (session_pk, position, body, text) VALUES (%s, 1, %s, %s)",
+                                   (session_pk, b"{}", "an older writer's zeppelin, größe 42"))
+        words = connection.exec_driver_sql("SELECT tsvector_to_array(words) FROM entries "
+                                           "WHERE session_pk = %s AND position = 1", (session_pk,)).scalar_one()
+    assert {"zeppelin", "older", "42", "größe"} <= set(words)
+    assert found(sessions, "zeppel") == {"old-writer"} and found(sessions, "writer 42") == {"old-writer"}
+
+
+def test_postgresql_entries_carry_the_words_their_writer_cut(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every way entries are written (COPY for many, a statement for an append's few) sends
+    the words cut in this process: the server's own cut is only for older writers."""
+    if store.engine.dialect.name != "postgresql":
+        pytest.skip("the words column is PostgreSQL's")
+    monkeypatch.setattr("agentfolio.store.sessions.entry_words", lambda text: "clientcut " + text.split()[-1])
+    sessions = store.sessions.of(store.accounts.ensure("writer"))
+    sessions.create(state(*(f"entry number{index}" for index in range(70))), session_id="many")
+    sessions.append("many", state("appended last")["data"]["conversationHistory"][0], expected_version=None)
+    with store.engine.connect() as connection:
+        words = connection.exec_driver_sql("SELECT tsvector_to_array(words) FROM entries "
+                                           "ORDER BY position").scalars().all()
+    assert words == [["clientcut", f"number{index}"] for index in range(70)] + [["clientcut", "last"]]
+    assert found(sessions, "clientcut last") == {"many"}
+
+
+@given(text=st.one_of(st.text(st.characters(max_codepoint=127), max_size=700),
+                      st.text(st.sampled_from("ab9 ._-\n\x00é東"), max_size=1200), st.text(max_size=200)))
+def test_the_words_of_ascii_text_are_cut_as_the_regular_expression_cuts_any(text: str) -> None:
+    words = search_module.entry_words(text.lower())
+    assert set(words.split()) == set(re.findall(r"[^\W_]{1,500}", text.lower()))
+    assert all(len(word.encode()) <= 2000 for word in words.split())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=80))
+def test_postgresql_finds_an_entry_by_each_of_its_words_whatever_the_text(store: Store, text: str) -> None:
+    """The words this process cuts for the index and those it cuts from a query agree for
+    any text: neither goes through PostgreSQL's parser (SQLite's tokenizer has rules of
+    its own, tested above on the texts people write)."""
+    if store.engine.dialect.name != "postgresql":
+        pytest.skip("the words column is PostgreSQL's")
+    sessions = store.sessions.of(store.accounts.ensure("any-text"))
+    session_id = f"t{abs(hash(text))}"
+    with suppress(AlreadyExists):  # the same text drawn again
+        sessions.create(state(text), session_id=session_id)
+    for word in search_module.query_words(text)[:4]:
+        assert session_id in found(sessions, word), word
