@@ -54,7 +54,7 @@ from agentfolio.store.multirow import insert_rows
 from agentfolio.store.tables import entries
 
 __all__ = ["CANDIDATES", "FALLBACK_SESSIONS", "MAX_EXPANSION", "WALK_SESSIONS", "SessionSearch",
-           "entry_words", "fts_rowid"]
+           "entry_words", "fts_rowid", "lexemes_binary"]
 
 _WORD = re.compile(r"[^\W_]+")
 #: Words of a query that count (more are ignored), and the longest word kept.
@@ -109,6 +109,15 @@ def entry_words(text: str) -> str:
     if len(words) > INDEX_CHARS:
         words = words[:words.rfind(" ", 0, INDEX_CHARS + 1)]
     return words
+
+
+def lexemes_binary(words: str) -> bytes:
+    """Words (as :func:`entry_words` gives them) as a ``tsvector`` in PostgreSQL's binary
+    form, which a binary COPY hands to the column as it is: the count of distinct words,
+    then each one in UTF-8 ended by a NUL, with no positions.  In the order the server
+    keeps them (bytes compared, a prefix first), so it need not sort them."""
+    lexemes = sorted(set(words.encode().split()))
+    return len(lexemes).to_bytes(4, "big") + b"\x00\x00\x00".join(lexemes) + (b"\x00\x00\x00" if lexemes else b"")
 
 
 def query_words(text: str) -> list[str]:

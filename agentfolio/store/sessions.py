@@ -57,6 +57,7 @@ from agentfolio.store.search import (
     SessionSearch,
     entry_words,
     index_entries,
+    lexemes_binary,
     unindex_sessions,
 )
 from agentfolio.store.tables import entries, sessions
@@ -227,6 +228,13 @@ _ENTRY_COLUMNS = ("session_pk", "position", "kind", "created_at", "body", "blobs
 _PG_ENTRY_COLUMNS = (*_ENTRY_COLUMNS, "words")
 assert set(_PG_ENTRY_COLUMNS) == set(entries.c.keys()), "an entry column is not written"
 _TEXT = _ENTRY_COLUMNS.index("text")
+#: Each column's type as a binary COPY sends it; the words go as a ``tsvector`` encoded
+#: here (store.search.lexemes_binary), which the server takes as bytes are taken.
+_COPY_TYPES = {"session_pk": "int8", "position": "int4", "kind": "text", "created_at": "float8", "body": "bytea",
+               "blobs": "text", "text": "text", "latency": "float8", "roles": "text", "words": "bytea",
+               **dict.fromkeys(("input_tokens", "output_tokens", "total_tokens", "tool_calls", "failed_tools",
+                                "errors"), "int8")}
+assert set(_COPY_TYPES) == set(_PG_ENTRY_COLUMNS), "an entry column has no COPY type"
 
 
 def _counted_values(facts: EntryFacts, latency: float | None) -> tuple[Any, ...]:
@@ -303,21 +311,23 @@ def _insert_entry_rows(connection: Connection, rows: Sequence[tuple[Any, ...]]) 
     if connection.dialect.name != "postgresql":
         insert_rows(connection, entries.name, _ENTRY_COLUMNS, rows)
         return
-    worded = [(*row, entry_words(row[_TEXT])) for row in rows]
     if connection.dialect.driver != "psycopg" or len(rows) < _COPY_FROM:
         # An append's few rows: COPY's set-up would cost more than it saves.
-        insert_rows(connection, entries.name, _PG_ENTRY_COLUMNS, worded)
+        insert_rows(connection, entries.name, _PG_ENTRY_COLUMNS, [(*row, entry_words(row[_TEXT])) for row in rows])
         return
     # COPY: the rows stream to the server in one command, neither a statement per row nor
-    # a statement of thousands of parameters for the driver to parse.
+    # a statement of thousands of parameters for the driver to parse.  Binary: as text,
+    # each body went out as hexadecimal with its escapes, which cost the driver (holding
+    # the GIL) and the server parsing it back more than the rest of the rows.
     quote = connection.dialect.identifier_preparer.quote
     raw = connection.connection.driver_connection
     assert raw is not None
     with raw.cursor() as cursor, cursor.copy(f"COPY {quote(entries.name)} "
                                              f"({', '.join(quote(name) for name in _PG_ENTRY_COLUMNS)}) "
-                                             "FROM STDIN") as copy:
-        for row in worded:
-            copy.write_row(row)
+                                             "FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types([_COPY_TYPES[name] for name in _PG_ENTRY_COLUMNS])
+        for row in rows:
+            copy.write_row((*row, lexemes_binary(entry_words(row[_TEXT]))))
 
 
 class SessionStore:

@@ -431,3 +431,27 @@ def test_postgresql_finds_an_entry_by_each_of_its_words_whatever_the_text(store:
         sessions.create(state(text), session_id=session_id)
     for word in search_module.query_words(text)[:4]:
         assert session_id in found(sessions, word), word
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.one_of(st.text(st.characters(exclude_categories=("Cs",)), max_size=300),
+                      st.text(st.sampled_from("ab9 ._-\né東ß"), max_size=300)))
+def test_postgresql_reads_the_binary_words_as_it_reads_their_text(store: Store, text: str) -> None:
+    """The words a binary COPY sends (encoded here) are the tsvector the server makes of
+    their text: the same lexemes, in its order, none twice."""
+    if store.engine.dialect.name != "postgresql":
+        pytest.skip("the words column is PostgreSQL's")
+    words = search_module.entry_words(text.lower())
+    raw = store.engine.raw_connection()
+    try:
+        with raw.driver_connection.cursor() as cursor:  # type: ignore[union-attr]
+            cursor.execute("CREATE TEMP TABLE words_read (sent tsvector, typed tsvector)")
+            with cursor.copy("COPY words_read (sent) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["bytea"])
+                copy.write_row((search_module.lexemes_binary(words),))
+            cursor.execute("UPDATE words_read SET typed = %s::tsvector", (words,))
+            sent, typed, equal = cursor.execute("SELECT sent::text, typed::text, sent = typed FROM words_read").fetchone()
+    finally:
+        raw.rollback()
+        raw.close()
+    assert (sent, equal) == (typed, True)
