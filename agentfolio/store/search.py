@@ -229,10 +229,10 @@ class SessionSearch:
         scan is never the better plan for the at most :data:`CANDIDATES` rows read."""
         before = self.connection.exec_driver_sql(
             "SELECT current_setting('enable_seqscan'), set_config('enable_seqscan', 'off', true)").scalar_one()
-        try:
-            yield
-        finally:
-            self.connection.exec_driver_sql("SELECT set_config('enable_seqscan', %s, true)", (before,))
+        yield
+        # Not on an error: the transaction is aborted then (a statement on it would fail in
+        # place of the error), and its rollback puts the setting back.
+        self.connection.exec_driver_sql("SELECT set_config('enable_seqscan', %s, true)", (before,))
 
     def among(self, session_pk: Any, candidates: list[int]) -> ColumnElement[bool]:
         """Keeps the sessions whose pk is one of ``candidates``.  On SQLite, as a join with

@@ -365,6 +365,9 @@ def test_postgresql_search_reads_a_rare_word_through_the_index(store: Store) -> 
     finally:
         sa.event.remove(store.engine, "before_cursor_execute", explain)
     assert plans and all("ix_entries_lexemes" in plan and "Seq Scan on entries" not in plan for plan in plans), plans
+    with store.engine.connect() as connection:  # the rest of the search's transaction plans as before
+        assert search_module.SessionSearch(connection, "zeppelin").candidates() is not None
+        assert connection.exec_driver_sql("SHOW enable_seqscan").scalar_one() == "on"
 
 
 def test_a_word_longer_than_a_query_word_is_found_by_its_start(mine: Sessions) -> None:
