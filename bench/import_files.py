@@ -196,14 +196,14 @@ def profile(folder: Path, output: str) -> None:
 
 
 def server_cost(folder: Path, rounds: int = 3) -> dict[str, object]:
-    """PostgreSQL's own CPU per file for COPY of a file's entry rows (as the store cuts
-    them) into tables like ``entries``: bare, with the foreign key to the session, with
-    the GIN index of the search text's words, and with both (best of ``rounds``), read
-    from the server process's /proc entry (so: a server on this machine)."""
+    """PostgreSQL's own CPU per file for binary COPY of a file's entry rows (as the store
+    cuts and sends them) into tables like ``entries``: bare, with the foreign key to the
+    session, with the GIN index of the search text's words, and with both (best of
+    ``rounds``), read from the server process's /proc entry (so: a server on this machine)."""
     from agentfolio.present.search import entry_text
-    from agentfolio.store.search import entry_words
+    from agentfolio.store.search import entry_words, lexemes_binary
 
-    rows = [[(position, entry.get("$type"), orjson.dumps(entry), text, entry_words(text))
+    rows = [[(position, entry.get("$type"), orjson.dumps(entry), text, lexemes_binary(entry_words(text)))
              for position, entry in enumerate(orjson.loads(path.read_bytes())["data"]["conversationHistory"])
              for text in (entry_text(entry, 8192),)]
             for path in sorted(folder.glob("*.json"))]
@@ -239,7 +239,9 @@ def server_cost(folder: Path, rounds: int = 3) -> dict[str, object]:
                     for name in kinds:
                         before = server_seconds()
                         with raw.cursor() as cursor, cursor.copy(  # type: ignore[union-attr]
-                                f"COPY rows_{name} (session_pk, position, kind, body, text, words) FROM STDIN") as copy:
+                                f"COPY rows_{name} (session_pk, position, kind, body, text, words) FROM STDIN "
+                                "(FORMAT BINARY)") as copy:
+                            copy.set_types(["int8", "int4", "text", "bytea", "text", "bytea"])
                             for number, file_rows in enumerate(rows):
                                 for row in file_rows:
                                     copy.write_row((round_number * len(rows) + number, *row))
