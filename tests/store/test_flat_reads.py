@@ -420,6 +420,16 @@ def test_the_words_of_ascii_text_are_cut_as_the_regular_expression_cuts_any(text
     assert all(len(word.encode()) <= 2000 for word in words.split())
 
 
+@pytest.mark.parametrize("word", ["word", "wörd", "x" * 490])
+def test_an_entrys_words_end_at_a_whole_word_within_what_a_tsvector_holds(word: str) -> None:
+    """A search text set far longer than the default still makes words PostgreSQL takes
+    (a tsvector of under a megabyte): they end at INDEX_CHARS, at a whole word."""
+    text = " ".join(f"{word}{number}" for number in range(2 * search_module.INDEX_CHARS // len(word)))
+    words = search_module.entry_words(text)
+    assert len(words) <= search_module.INDEX_CHARS < len(text)
+    assert text.startswith(words + " ") and len(words.encode()) + 4 * len(words.split()) < 1024 * 1024
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=80))
 def test_postgresql_finds_an_entry_by_each_of_its_words_whatever_the_text(store: Store, text: str) -> None:
