@@ -35,9 +35,10 @@ BigKey = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
 class Lexemes(sa.types.TypeDecorator[str]):
-    """PostgreSQL's ``tsvector``, written in its input syntax (words separated by spaces);
-    TEXT elsewhere.  A type of its own rather than ``with_variant(TSVECTOR)``, which would
-    load PostgreSQL's dialect in every process that imports the tables."""
+    """PostgreSQL's ``tsvector`` (written as its input text, words separated by spaces, or
+    by binary COPY in its binary form: see store.sessions); TEXT elsewhere.  A type of its
+    own rather than ``with_variant(TSVECTOR)``, which would load PostgreSQL's dialect in
+    every process that imports the tables."""
 
     impl = sa.Text
     cache_ok = True

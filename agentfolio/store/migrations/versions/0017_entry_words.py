@@ -31,15 +31,16 @@ branch_labels = None
 depends_on = None
 
 # Frozen copies of agentfolio.store.search's cut and expressions (history does not move).
-_WORD = re.compile(r"[^\W_]{1,500}")
+_WORD_CHARS = 500
+_WORD = re.compile(rf"[^\W_]{{1,{_WORD_CHARS}}}")
 _INDEX_CHARS = 128 * 1024
 _OLD_WORDS = r"""to_tsvector('simple', regexp_replace(text, '[!-/:-@\[-`{-~]+', ' ', 'g'))"""
 _BATCH = 1000
-_TRIGGER_FUNCTION = r"""
+_TRIGGER_FUNCTION = rf"""
 CREATE OR REPLACE FUNCTION agentfolio_entry_words() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    NEW.words := left(array_to_string(
-        ARRAY(SELECT left(m[1], 500) FROM regexp_matches(NEW.text, '([[:alnum:]]+)', 'g') AS m), ' '), 131072)::tsvector;
+    NEW.words := left(array_to_string(ARRAY(SELECT left(m[1], {_WORD_CHARS})
+        FROM regexp_matches(NEW.text, '([[:alnum:]]+)', 'g') AS m), ' '), {_INDEX_CHARS})::tsvector;
     RETURN NEW;
 END
 $$"""
