@@ -26,7 +26,10 @@ server's own CPU is not in it: ``--server-cost`` measures that apart, the server
 process's CPU per file for COPY of the files' entry rows into a bare table, one with the
 foreign key, one with the search index, one with both.  ``--profile FILE`` writes a
 cProfile of one SQLite import run in process instead (its writes in the same thread as
-the rest, so the profile holds them).
+the rest, so the profile holds them).  ``--sqlite-floor`` times SQLite alone writing the
+rows an import stored (its sessions, entries and full-text rows, read back and written
+again into a fresh database by the store's own statements, nothing else around them):
+the least the import's writer can take, whatever its Python costs.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -252,6 +256,68 @@ def server_cost(folder: Path, rounds: int = 3) -> dict[str, object]:
     return {f"server_cpu_ms_per_file_{name}": round(seconds / len(rows) * 1000, 2) for name, seconds in best.items()}
 
 
+def sqlite_floor(folder: Path, rounds: int = 3) -> dict[str, object]:
+    """SQLite's own time for the rows an import of ``folder`` stores, best of ``rounds``:
+    the import's sessions, entries and full-text rows, written again into a fresh database
+    (tables made by ``agentfolio db upgrade``) by the statements the import's writer makes
+    (multi-row inserts, the full-text rows), a transaction every ``BATCH_FILES`` sessions."""
+    from agentfolio.store.multirow import insert_rows
+    from agentfolio.store.search import index_entries
+    from agentfolio.store.tables import accounts, entries, sessions
+
+    with fresh_database("sqlite") as url, tempfile.TemporaryDirectory() as data_dir:
+        assert url is not None
+        env = environment(url, data_dir)
+        agentfolio(env, "db", "upgrade")
+        agentfolio(env, "import", str(folder), "--account", "bench")
+        engine = create_engine(url)
+        try:
+            with engine.connect() as connection:
+                stored = {table.name: connection.execute(sa.select(table).order_by(*table.primary_key)).all()
+                          for table in (accounts, sessions, entries)}
+        finally:
+            engine.dispose()
+    text_at = list(entries.c.keys()).index("text")
+    by_session: dict[int, list[Any]] = {}
+    for row in stored[entries.name]:
+        by_session.setdefault(row[0], []).append(row)
+    best = {"all": float("inf")}
+    for _ in range(rounds):
+        parts = dict.fromkeys(("sessions_and_entries", "full_text", "commits"), 0.0)
+        with fresh_database("sqlite") as url, tempfile.TemporaryDirectory() as data_dir:
+            assert url is not None
+            agentfolio(environment(url, data_dir), "db", "upgrade")
+            engine = create_engine(url)
+            try:
+                with write_transaction(engine) as connection:
+                    insert_rows(connection, accounts.name, list(accounts.c.keys()), stored[accounts.name])
+                start, cpu = time.perf_counter(), time.process_time()
+                for first in range(0, len(stored[sessions.name]), BATCH_FILES):
+                    batch = stored[sessions.name][first:first + BATCH_FILES]
+                    rows = [row for session in batch for row in by_session.get(session[0], [])]
+                    began = time.perf_counter()
+                    with write_transaction(engine) as connection:
+                        insert_rows(connection, sessions.name, list(sessions.c.keys()), batch)
+                        insert_rows(connection, entries.name, list(entries.c.keys()), rows)
+                        inserted = time.perf_counter()
+                        index_entries(connection, [(row[0], row[1], row[text_at]) for row in rows])
+                        indexed = time.perf_counter()
+                    parts["sessions_and_entries"] += inserted - began
+                    parts["full_text"] += indexed - inserted
+                    parts["commits"] += time.perf_counter() - indexed
+                seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+            finally:
+                engine.dispose()
+        if seconds < best["all"]:
+            best = {"all": seconds, "cpu": cpu, **parts}
+    files = len(stored[sessions.name])
+    return {"sqlite_floor_files": files, "sqlite_floor_s": round(best["all"], 2),
+            "sqlite_floor_cpu_s": round(best["cpu"], 2),
+            **{f"sqlite_floor_{name}_s": round(best[name], 2) for name in ("sessions_and_entries", "full_text",
+                                                                            "commits")},
+            "sqlite_floor_files_per_s": round(files / best["all"])}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=1000)
@@ -260,12 +326,17 @@ def main() -> None:
     parser.add_argument("--profile", metavar="FILE", help="write a cProfile of one SQLite import to FILE")
     parser.add_argument("--server-cost", action="store_true",
                         help="PostgreSQL's own CPU per file for the entry rows, by what the table has")
+    parser.add_argument("--sqlite-floor", action="store_true",
+                        help="SQLite's own time for the rows an import stores, with nothing else around it")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         size = write_files(Path(folder), args.files, args.entries)
         print({"files": args.files, "megabytes": round(size / 1e6, 1), "load": load()}, flush=True)
         if args.profile:
             profile(Path(folder), args.profile)
+            return
+        if args.sqlite_floor:
+            print(sqlite_floor(Path(folder)) | {"load": load()}, flush=True)
             return
         if args.server_cost:
             print(server_cost(Path(folder)) | {"load": load()}, flush=True)
